@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Set up and run the Day 10 course: the two commands of the README.
+
+    python3 course.py lab     # open the course in JupyterLab
+    python3 course.py test    # run every test: unit tests and the notebooks (nbval)
+    python3 course.py setup   # only create / update the environment
+
+Both create a virtual environment in .venv on first use, install the course into it
+(pip install -e .) and register its Jupyter kernel; later runs reinstall only when
+pyproject.toml has changed. Standard library only, so it runs before anything is installed.
+Set COURSE_VENV to use another folder; run with --no-venv to use the current Python
+(e.g. the conda environment from environment.yml).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+STAMP_NAME = ".course-installed"
+
+
+def venv_python(env: Path) -> Path:
+    scripts = "Scripts" if os.name == "nt" else "bin"
+    return env / scripts / ("python.exe" if os.name == "nt" else "python")
+
+
+def run(*cmd: object, **kwargs) -> None:
+    print("+", " ".join(str(c) for c in cmd), flush=True)
+    subprocess.run([str(c) for c in cmd], check=True, **kwargs)
+
+
+def ensure_environment(use_venv: bool) -> Path:
+    """Create .venv if needed, install the course when pyproject.toml changed; return python."""
+    if use_venv:
+        env = Path(os.environ.get("COURSE_VENV", ROOT / ".venv"))
+        python = venv_python(env)
+        if not python.exists():
+            print(f"Creating the course environment in {env} ...", flush=True)
+            venv.EnvBuilder(with_pip=True).create(env)
+        stamp = env / STAMP_NAME
+    else:
+        python = Path(sys.executable)
+        stamp = ROOT / "build" / STAMP_NAME
+    wanted = hashlib.sha256((ROOT / "pyproject.toml").read_bytes()).hexdigest()
+    if not stamp.exists() or stamp.read_text().strip() != wanted:
+        print("Installing the course and its dependencies (first run takes a few minutes) ...")
+        run(python, "-m", "pip", "install", "--upgrade", "pip")
+        run(python, "-m", "pip", "install", "-e", str(ROOT))
+        run(python, "-m", "course_utils.kernel")
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(wanted + "\n")
+    return python
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # --no-venv may stand anywhere; everything else after the command goes to jupyter / pytest.
+    use_venv = "--no-venv" not in argv
+    argv = [arg for arg in argv if arg != "--no-venv"]
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="--no-venv: install into and use the current Python instead of .venv",
+    )
+    parser.add_argument("command", choices=["lab", "test", "setup"])
+    parser.add_argument("extra", nargs=argparse.REMAINDER, help="passed on to jupyter / pytest")
+    args = parser.parse_args(argv)
+    python = ensure_environment(use_venv=use_venv)
+    try:
+        if args.command == "lab":
+            run(python, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
+                "--LabApp.default_url=/lab/tree/notebooks", *args.extra, cwd=ROOT)
+        elif args.command == "test":
+            env = dict(os.environ)
+            env.setdefault("COURSE_QUICK", "1")  # smoke-test scale unless told otherwise
+            run(python, "-m", "pytest", *args.extra, cwd=ROOT, env=env)
+    except subprocess.CalledProcessError as error:
+        return error.returncode
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,36 @@
+"""Helpers for the Day 10 course on Bahdanau (additive) attention.
+
+Small modules, one idea each:
+
+- :mod:`course_utils.attention`: the NumPy reference and the PyTorch ``BahdanauAttention``
+- :mod:`course_utils.plotting`: attention heatmaps and weight bar charts
+- :mod:`course_utils.config`: ``COURSE_QUICK`` scale and device choice
+- :mod:`course_utils.checks`: exercise checks students run and instructors grade with
+- :mod:`course_utils.exercises`: generate ``exercises/`` from ``solutions/``
+- :mod:`course_utils.kernel`: register the Jupyter kernel the notebooks use
+"""
+
+from course_utils.attention import (
+    AttentionResult,
+    BahdanauAttention,
+    additive_attention,
+    entropy,
+    softmax,
+)
+from course_utils.config import get_device, quick_mode, scaled
+from course_utils.plotting import plot_attention, plot_weights
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AttentionResult",
+    "BahdanauAttention",
+    "additive_attention",
+    "entropy",
+    "get_device",
+    "plot_attention",
+    "plot_weights",
+    "quick_mode",
+    "scaled",
+    "softmax",
+]

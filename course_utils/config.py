@@ -1,0 +1,60 @@
+"""Run-time configuration shared by every notebook: scale and device.
+
+``COURSE_QUICK=1`` switches every notebook to smoke-test scale (CI sets it). Without it,
+notebooks run their real configuration: GPU-sized when a GPU is present, CPU-sized otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TypeVar
+
+import torch
+
+__all__ = ["get_device", "quick_mode", "scaled"]
+
+T = TypeVar("T")
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"", "0", "false", "no", "off"}
+
+
+def quick_mode() -> bool:
+    """True when ``COURSE_QUICK`` asks for smoke-test scale."""
+    raw = os.environ.get("COURSE_QUICK", "").strip().lower()
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ValueError(f"COURSE_QUICK must be one of 1/0, true/false, yes/no, on/off; got {raw!r}")
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """The device to train on: CUDA, then Apple's MPS, then the CPU.
+
+    ``prefer`` (or the ``COURSE_DEVICE`` variable) forces one, e.g. ``"cpu"``.
+    """
+    prefer = prefer or os.environ.get("COURSE_DEVICE")
+    if prefer:
+        device = torch.device(prefer)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValueError(f"device {prefer!r} requested but CUDA is not available")
+        return device
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def scaled(*, quick: T, cpu: T, gpu: T | None = None, device: torch.device | None = None) -> T:
+    """Pick the value for the current scale: ``quick`` under COURSE_QUICK, else by device.
+
+    >>> n_samples = scaled(quick=200, cpu=20_000, gpu=200_000)
+    """
+    if quick_mode():
+        return quick
+    device = device or get_device()
+    if gpu is not None and device.type == "cuda":
+        return gpu
+    return cpu

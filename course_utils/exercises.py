@@ -1,0 +1,194 @@
+"""Generate the student exercise notebooks from the worked solutions.
+
+The solution notebook in ``solutions/`` is the single source of an exercise. Solution
+code sits between two marker lines::
+
+    def softmax(energies):
+        ### BEGIN SOLUTION
+        shifted = energies - energies.max()
+        ...
+        ### END SOLUTION
+
+In the student version each region becomes ``raise NotImplementedError`` (at the
+indentation of the ``BEGIN`` marker) in code cells, and a prompt for an answer in Markdown
+cells. Outputs and execution counts are cleared. Markers must come in ``BEGIN``/``END``
+pairs, unnested; anything else is refused with the cell and line.
+
+Command line (installed as ``course-exercises``)::
+
+    course-exercises            # regenerate exercises/ from solutions/
+    course-exercises --check    # exit 1 if exercises/ is out of date
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+__all__ = [
+    "ExerciseFormatError",
+    "build_all",
+    "make_exercise",
+    "render_exercise",
+    "strip_solutions",
+    "write_notebook",
+    "write_text_atomically",
+]
+
+BEGIN = "### BEGIN SOLUTION"
+END = "### END SOLUTION"
+CODE_STUB = "raise NotImplementedError  # your code here"
+ANSWER_STUB = "_Write your answer here._"
+NBFORMAT_VERSION = 4
+
+
+class ExerciseFormatError(ValueError):
+    """The solution notebook's markers cannot be turned into an exercise."""
+
+
+def _strip_source(source: str, stub: str, where: str) -> tuple[str, int]:
+    """Replace every marked region of one cell's source; returns (new source, regions)."""
+    out: list[str] = []
+    regions = 0
+    begin_line: int | None = None
+    for number, line in enumerate(source.splitlines(), start=1):
+        marker = line.strip()
+        if marker == BEGIN:
+            if begin_line is not None:
+                raise ExerciseFormatError(
+                    f"{where}, line {number}: {BEGIN!r} inside the region opened on line "
+                    f"{begin_line}; close it with {END!r} first"
+                )
+            begin_line = number
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(indent + stub)
+            regions += 1
+        elif marker == END:
+            if begin_line is None:
+                raise ExerciseFormatError(f"{where}, line {number}: {END!r} without {BEGIN!r}")
+            begin_line = None
+        elif BEGIN in line or END in line:
+            raise ExerciseFormatError(
+                f"{where}, line {number}: a marker must stand alone on its line; got {line!r}"
+            )
+        elif begin_line is None:
+            out.append(line)
+    if begin_line is not None:
+        raise ExerciseFormatError(f"{where}, line {begin_line}: {BEGIN!r} is never closed")
+    return "\n".join(out), regions
+
+
+def strip_solutions(notebook: nbformat.NotebookNode, name: str = "notebook"):
+    """Return a student copy of ``notebook``: solutions replaced, outputs cleared."""
+    student = copy.deepcopy(notebook)
+    total = 0
+    for index, cell in enumerate(student.cells):
+        where = f"{name}, cell {index}"
+        if cell.cell_type == "code":
+            cell.source, regions = _strip_source(cell.source, CODE_STUB, where)
+            cell.outputs = []
+            cell.execution_count = None
+        elif cell.cell_type == "markdown":
+            cell.source, regions = _strip_source(cell.source, ANSWER_STUB, where)
+        else:
+            regions = 0
+        for key in ("execution", "collapsed", "scrolled"):
+            cell.metadata.pop(key, None)
+        total += regions
+    if total == 0:
+        raise ExerciseFormatError(f"{name}: no {BEGIN!r} regions found; nothing to hide")
+    student.metadata.pop("widgets", None)
+    return student
+
+
+def notebook_text(notebook: nbformat.NotebookNode) -> str:
+    """Validated nbformat-4 JSON text of ``notebook``, ending in a newline."""
+    nbformat.validate(notebook)
+    text = nbformat.writes(notebook, version=NBFORMAT_VERSION)
+    return text if text.endswith("\n") else text + "\n"
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` via a temporary file: a failure leaves the old file (or none)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_notebook(notebook: nbformat.NotebookNode, path: Path) -> None:
+    """Validate and write ``notebook`` atomically."""
+    write_text_atomically(path, notebook_text(notebook))
+
+
+def render_exercise(solution_path: Path) -> str:
+    """The student notebook, as text, generated from ``solution_path``."""
+    solution_path = Path(solution_path)
+    notebook = nbformat.read(solution_path, as_version=NBFORMAT_VERSION)
+    return notebook_text(strip_solutions(notebook, name=solution_path.name))
+
+
+def make_exercise(solution_path: Path, exercise_path: Path) -> None:
+    """Generate the student notebook ``exercise_path`` from ``solution_path``."""
+    write_text_atomically(exercise_path, render_exercise(solution_path))
+
+
+def build_all(solutions: Path, exercises: Path, check: bool = False) -> list[Path]:
+    """Generate (or with ``check``, compare) one exercise per solution notebook.
+
+    Returns the exercise paths that were written, or with ``check`` that are out of date.
+    """
+    solution_paths = sorted(Path(solutions).glob("*.ipynb"))
+    if not solution_paths:
+        raise FileNotFoundError(f"no solution notebooks (*.ipynb) in {solutions}")
+    changed = []
+    for solution in solution_paths:
+        target = Path(exercises) / solution.name
+        if check:
+            current = target.read_text(encoding="utf-8") if target.exists() else None
+            if current != render_exercise(solution):
+                changed.append(target)
+        else:
+            make_exercise(solution, target)
+            changed.append(target)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="course-exercises", description="Generate exercises/ from solutions/."
+    )
+    parser.add_argument("--solutions", type=Path, default=Path("solutions"))
+    parser.add_argument("--exercises", type=Path, default=Path("exercises"))
+    parser.add_argument(
+        "--check", action="store_true", help="only report exercises that are out of date"
+    )
+    args = parser.parse_args(argv)
+    try:
+        paths = build_all(args.solutions, args.exercises, check=args.check)
+    except (ExerciseFormatError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.check:
+        for path in paths:
+            print(f"out of date: {path} (run course-exercises)")
+        return 1 if paths else 0
+    for path in paths:
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

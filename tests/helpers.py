@@ -1,0 +1,17 @@
+"""Shared by the tests: load the functions a notebook defines, without a kernel."""
+
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def notebook_functions(path: Path) -> dict:
+    """Execute the code cells of ``path`` that define functions; return their namespace."""
+    namespace: dict = {}
+    exec("import numpy as np", namespace)
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "code" and cell.source.lstrip().startswith("def "):
+            exec(cell.source, namespace)
+    return namespace

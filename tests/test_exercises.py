@@ -1,0 +1,140 @@
+"""The solution notebook is the single source; the generator makes the student version."""
+
+import os
+
+import nbformat
+import pytest
+from helpers import ROOT
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+from course_utils import exercises
+from course_utils.exercises import (
+    ANSWER_STUB,
+    CODE_STUB,
+    ExerciseFormatError,
+    make_exercise,
+    render_exercise,
+    strip_solutions,
+)
+
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+
+
+def test_every_solution_has_an_exercise_and_back():
+    exercise_names = {p.name for p in (ROOT / "exercises").glob("*.ipynb")}
+    assert SOLUTIONS, "no solution notebooks"
+    assert exercise_names == {p.name for p in SOLUTIONS}
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.name)
+def test_committed_exercise_equals_what_the_generator_produces(solution):
+    committed = (ROOT / "exercises" / solution.name).read_text(encoding="utf-8")
+    assert committed == render_exercise(solution), "run: course-exercises"
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.name)
+def test_exercise_has_no_outputs_and_no_solution_code(solution):
+    student = nbformat.read(ROOT / "exercises" / solution.name, as_version=4)
+    for cell in student.cells:
+        assert exercises.BEGIN not in cell.source and exercises.END not in cell.source
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None
+    hidden = []
+    for cell in nbformat.read(solution, as_version=4).cells:
+        inside = False
+        for line in cell.source.splitlines():
+            if line.strip() == exercises.BEGIN:
+                inside = True
+            elif line.strip() == exercises.END:
+                inside = False
+            elif inside and line.strip():
+                hidden.append(line.strip())
+    text = "\n".join(cell.source for cell in student.cells)
+    leaked = [line for line in hidden if line in text]
+    assert not leaked, f"solution lines left in the exercise: {leaked}"
+
+
+def notebook(*cells):
+    return new_notebook(cells=list(cells))
+
+
+def test_code_region_becomes_not_implemented_at_the_same_indent():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n    ### END SOLUTION\n"
+    student = strip_solutions(notebook(new_code_cell(source)))
+    assert student.cells[0].source == f"def f(x):\n    {CODE_STUB}"
+
+
+def test_markdown_region_becomes_an_answer_prompt():
+    source = "Why?\n\n### BEGIN SOLUTION\nBecause.\n### END SOLUTION"
+    student = strip_solutions(notebook(new_markdown_cell(source)))
+    assert student.cells[0].source == f"Why?\n\n{ANSWER_STUB}"
+
+
+def test_outputs_and_counts_are_cleared():
+    cell = new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION\nprint(x)")
+    cell.outputs = [nbformat.v4.new_output("stream", text="1\n")]
+    cell.execution_count = 3
+    student = strip_solutions(notebook(cell))
+    assert student.cells[0].outputs == [] and student.cells[0].execution_count is None
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("### BEGIN SOLUTION\nx = 1\n", r"cell 0, line 1: '### BEGIN SOLUTION' is never closed"),
+        ("x = 1\n### END SOLUTION\n", r"cell 0, line 2: '### END SOLUTION' without"),
+        (
+            "### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n",
+            r"cell 0, line 2: '### BEGIN SOLUTION' inside the region opened on line 1",
+        ),
+        ("x = 1  ### BEGIN SOLUTION\n", r"line 1: a marker must stand alone on its line"),
+        ("x = 1\n", r"no '### BEGIN SOLUTION' regions found"),
+    ],
+)
+def test_unbalanced_markers_are_refused(source, message):
+    with pytest.raises(ExerciseFormatError, match=message):
+        strip_solutions(notebook(new_code_cell(source)), name="bad.ipynb")
+
+
+def test_refused_notebook_writes_nothing(tmp_path):
+    solution = tmp_path / "bad.ipynb"
+    nbformat.write(notebook(new_code_cell("### BEGIN SOLUTION\n")), solution)
+    target = tmp_path / "out" / "bad.ipynb"
+    with pytest.raises(ExerciseFormatError):
+        make_exercise(solution, target)
+    assert not target.exists()
+
+
+def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
+    solution = tmp_path / "s.ipynb"
+    nbformat.write(notebook(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")), solution)
+    target = tmp_path / "e.ipynb"
+    target.write_text("old")
+
+    def broken_replace(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    with pytest.raises(OSError, match="disk full"):
+        make_exercise(solution, target)
+    assert target.read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.ipynb", "s.ipynb"]
+
+
+def test_command_line_builds_then_reports_up_to_date(tmp_path, capsys):
+    solutions, out = tmp_path / "solutions", tmp_path / "exercises"
+    solutions.mkdir()
+    nbformat.write(
+        notebook(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION")),
+        solutions / "E1.ipynb",
+    )
+    args = ["--solutions", str(solutions), "--exercises", str(out)]
+    assert exercises.main([*args, "--check"]) == 1
+    assert "out of date" in capsys.readouterr().out
+    assert exercises.main(args) == 0
+    assert exercises.main([*args, "--check"]) == 0
+    (solutions / "E2.ipynb").write_text(
+        nbformat.writes(notebook(new_code_cell("### END SOLUTION")))
+    )
+    assert exercises.main(args) == 2
+    assert "E2.ipynb, cell 0, line 1" in capsys.readouterr().err

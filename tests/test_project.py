@@ -1,0 +1,106 @@
+"""The project keeps its promises: one dependency list, one kernel, current docs, real outputs."""
+
+import re
+import subprocess
+import sys
+import tomllib
+
+import nbformat
+import pytest
+from helpers import ROOT
+
+from course_utils.kernel import KERNEL_NAME
+
+# conda-forge names that differ from PyPI's
+CONDA_TO_PYPI = {"pytorch": "torch"}
+NOT_PACKAGES = {"python", "pip"}
+
+LECTURES = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+EXERCISES = sorted((ROOT / "exercises").glob("*.ipynb"))
+ALL_NOTEBOOKS = LECTURES + SOLUTIONS + EXERCISES
+
+
+def split_requirement(text: str) -> tuple[str, str]:
+    name, spec = re.match(r"\s*([A-Za-z0-9_.\-]+)\s*(.*)", text).groups()
+    return name.lower().replace("_", "-"), spec.replace(" ", "")
+
+
+def pyproject_dependencies() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return dict(split_requirement(r) for r in project["dependencies"])
+
+
+def conda_dependencies() -> dict[str, str]:
+    deps, inside = {}, False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        if line.startswith("dependencies:"):
+            inside = True
+        elif inside and line.startswith("  - "):
+            name, spec = split_requirement(line[4:])
+            if name not in NOT_PACKAGES:
+                deps[CONDA_TO_PYPI.get(name, name)] = spec
+        elif inside and line.strip() and not line.startswith(" "):
+            inside = False
+    return deps
+
+
+def test_environment_yml_and_pyproject_list_the_same_dependencies():
+    pip, conda = pyproject_dependencies(), conda_dependencies()
+    assert set(pip) == set(conda), (
+        f"only in pyproject.toml: {sorted(set(pip) - set(conda))}; "
+        f"only in environment.yml: {sorted(set(conda) - set(pip))}"
+    )
+    assert pip == conda, "version bounds differ"
+
+
+def test_python_versions_agree():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert f"python{project['requires-python']}" in (ROOT / "environment.yml").read_text()
+
+
+def test_no_torchtext_and_no_spacy_models():
+    names = set(pyproject_dependencies())
+    assert not names & {"torchtext", "spacy"}
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_notebook_uses_the_course_kernel(path):
+    assert nbformat.read(path, as_version=4).metadata.kernelspec.name == KERNEL_NAME
+
+
+@pytest.mark.parametrize("path", LECTURES + SOLUTIONS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_lecture_and_solution_notebooks_carry_outputs_of_a_real_run(path):
+    notebook = nbformat.read(path, as_version=4)
+    code = [c for c in notebook.cells if c.cell_type == "code" and c.source.strip()]
+    assert all(c.execution_count is not None for c in code), "re-run the whole notebook"
+    counts = [c.execution_count for c in code]
+    assert counts == list(range(1, len(code) + 1)), "cells were not run top to bottom in one go"
+    for cell in code:
+        assert not any(o.output_type == "error" for o in cell.outputs), cell.source[:80]
+        text = "".join(o.get("text", "") for o in cell.outputs)
+        assert "smoke-test scale" not in text, "committed outputs must come from the real run"
+
+
+def test_readme_quickstart_has_two_commands_and_ci_runs_the_test_one():
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    block = quickstart.split("```", 2)[1]
+    commands = [line for line in block.splitlines()[1:] if line.strip()]
+    assert len(commands) == 2, commands
+    test_command = next(c for c in commands if "test" in c)
+    assert test_command.strip() in (ROOT / ".ci" / "run").read_text()
+
+
+@pytest.mark.parametrize("path", LECTURES + EXERCISES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_readme_table_of_contents_lists_every_notebook(path):
+    readme = (ROOT / "README.md").read_text()
+    assert f"{path.parent.name}/{path.name}" in readme
+
+
+def test_ruff_is_clean():
+    result = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", str(ROOT)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
