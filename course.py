@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     python = ensure_environment(use_venv=use_venv)
     try:
         if args.command == "lab":
+            # Jupyter refuses root unless told; containers and cloud machines often run as root.
+            as_root = ["--allow-root"] if getattr(os, "geteuid", lambda: 1)() == 0 else []
             run(python, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
-                "--LabApp.default_url=/lab/tree/notebooks", *args.extra, cwd=ROOT)
+                "--LabApp.default_url=/lab/tree/notebooks", *as_root, *args.extra, cwd=ROOT)
         elif args.command == "test":
             env = dict(os.environ)
             env.setdefault("COURSE_QUICK", "1")  # smoke-test scale unless told otherwise

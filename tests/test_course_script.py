@@ -34,6 +34,13 @@ def test_lab_serves_the_course_folder_and_opens_the_notebooks():
     assert run.args[-2:] == ("--port", "8899")
 
 
+def test_lab_allows_root_only_when_running_as_root(monkeypatch):
+    monkeypatch.setattr(course.os, "geteuid", lambda: 0)
+    assert "--allow-root" in call(["lab"])[1].args
+    monkeypatch.setattr(course.os, "geteuid", lambda: 1000)
+    assert "--allow-root" not in call(["lab"])[1].args
+
+
 def test_test_runs_pytest_at_smoke_scale_unless_told_otherwise(monkeypatch):
     monkeypatch.delenv("COURSE_QUICK", raising=False)
     use_venv, run = call(["test", "-k", "attention"])
