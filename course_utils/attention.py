@@ -228,17 +228,37 @@ class BahdanauAttention(nn.Module):
                 tuple(keys.shape),
             )
 
+        if mask is not None:
+            self.check_mask(mask, batch, src_len)
+        return self.attend(decoder_state, encoder_outputs, keys, mask)
+
+    @staticmethod
+    def check_mask(mask: torch.Tensor, batch: int, src_len: int) -> None:
+        """Raise ValueError unless ``mask`` is bool ``(batch, src_len)``, a real token per row."""
+        if mask.shape != (batch, src_len) or mask.dtype != torch.bool:
+            raise ValueError(
+                f"mask must be a bool tensor of shape (batch, src_len) = {(batch, src_len)}; "
+                f"got {mask.dtype} {tuple(mask.shape)}"
+            )
+        empty = ~mask.any(dim=1)
+        if empty.any():
+            rows = empty.nonzero().flatten().tolist()
+            raise ValueError(f"mask hides every source position in batch rows {rows}")
+
+    def attend(
+        self,
+        decoder_state: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        keys: torch.Tensor,
+        mask: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The computation of :meth:`forward` without its checks, for a decoder's inner loop.
+
+        The caller validates shapes and the mask once per batch (:meth:`check_mask`); checking
+        the mask at every step would make the GPU wait for the CPU at every step.
+        """
         energies = self.energies(decoder_state, keys)  # (batch, src_len)
         if mask is not None:
-            if mask.shape != (batch, src_len) or mask.dtype != torch.bool:
-                raise ValueError(
-                    f"mask must be a bool tensor of shape (batch, src_len) = {(batch, src_len)}; "
-                    f"got {mask.dtype} {tuple(mask.shape)}"
-                )
-            empty = ~mask.any(dim=1)
-            if empty.any():
-                rows = empty.nonzero().flatten().tolist()
-                raise ValueError(f"mask hides every source position in batch rows {rows}")
             energies = energies.masked_fill(~mask, float("-inf"))  # exp(-inf) = 0 exactly
         weights = torch.softmax(energies, dim=-1)  # (batch, src_len)
         context = torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1)  # (batch, enc_dim)

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
+
+from course_utils.files import write_text_atomically
 
 __all__ = [
     "ExerciseFormatError",
@@ -38,7 +38,6 @@ __all__ = [
     "render_exercise",
     "strip_solutions",
     "write_notebook",
-    "write_text_atomically",
 ]
 
 BEGIN = "### BEGIN SOLUTION"
@@ -112,20 +111,6 @@ def notebook_text(notebook: nbformat.NotebookNode) -> str:
     nbformat.validate(notebook)
     text = nbformat.writes(notebook, version=NBFORMAT_VERSION)
     return text if text.endswith("\n") else text + "\n"
-
-
-def write_text_atomically(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file: a failure leaves the old file (or none)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_notebook(notebook: nbformat.NotebookNode, path: Path) -> None:

@@ -1,13 +1,11 @@
 """The solution notebook is the single source; the generator makes the student version."""
 
-import os
-
 import nbformat
 import pytest
 from helpers import ROOT
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_utils import exercises
+from course_utils import exercises, files
 from course_utils.exercises import (
     ANSWER_STUB,
     CODE_STUB,
@@ -114,7 +112,7 @@ def test_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch
     def broken_replace(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr(os, "replace", broken_replace)
+    monkeypatch.setattr(files.os, "replace", broken_replace)
     with pytest.raises(OSError, match="disk full"):
         make_exercise(solution, target)
     assert target.read_text() == "old"

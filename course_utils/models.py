@@ -1,0 +1,300 @@
+"""GRU encoder-decoder models: with Bahdanau attention, and the fixed-context "vanilla" one.
+
+Bahdanau, Cho & Bengio (2014), arXiv:1409.0473, section 3 and appendix A:
+
+- the encoder is a bidirectional GRU; ``h_j = [forward h_j; backward h_j]``;
+- the attention decoder computes ``c_i`` from the previous state ``s_{i-1}``, updates
+  ``s_i = GRU(s_{i-1}, [y_{i-1}; c_i])`` and predicts ``y_i`` from ``[s_i; c_i; y_{i-1}]``;
+- the vanilla decoder (Cho et al. 2014, Day 7) is the same decoder with one context
+  vector, the encoder's final states, fed at every step. The two differ only in attention.
+
+Two things make training fast without changing the math: the keys ``W_h h_j`` are projected
+once per batch, and the output layer runs once over all time steps after the recurrent loop
+(as in d2l.ai). ``benchmarks/reference_seq2seq.py`` holds the plain per-step version that the
+tests prove equal to this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from course_utils.attention import BahdanauAttention
+from course_utils.data import Vocab
+
+__all__ = [
+    "AttentionDecoder",
+    "Decoded",
+    "Encoder",
+    "ModelConfig",
+    "Seq2Seq",
+    "VanillaDecoder",
+    "build_model",
+]
+
+
+class Encoder(nn.Module):
+    """Bidirectional GRU over a padded batch.
+
+    ``forward(src, src_lengths)`` returns
+
+    - ``encoder_outputs``: ``(batch, src_len, 2 * hidden_dim)``, zeros at padded positions;
+    - ``summary``: ``(batch, 2 * hidden_dim)``, the final forward and backward states.
+    """
+
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, dropout: float = 0.0):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=Vocab.pad_id)
+        self.dropout = nn.Dropout(dropout)
+        self.rnn = nn.GRU(embed_dim, hidden_dim, batch_first=True, bidirectional=True)
+        self.output_dim = 2 * hidden_dim
+
+    def forward(
+        self, src: torch.Tensor, src_lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        if src.dim() != 2 or src_lengths.shape != (src.shape[0],):
+            raise ValueError(
+                f"src must be (batch, src_len) and src_lengths (batch,); "
+                f"got {tuple(src.shape)} and {tuple(src_lengths.shape)}"
+            )
+        embedded = self.dropout(self.embedding(src))  # (batch, src_len, embed_dim)
+        # Packing runs each sentence only over its real tokens; lengths must be on the CPU.
+        packed = pack_padded_sequence(
+            embedded, src_lengths.cpu(), batch_first=True, enforce_sorted=False
+        )
+        outputs, final = self.rnn(packed)  # final: (2, batch, hidden_dim)
+        encoder_outputs, _ = pad_packed_sequence(
+            outputs, batch_first=True, total_length=src.shape[1]
+        )  # (batch, src_len, 2 * hidden_dim)
+        summary = torch.cat([final[0], final[1]], dim=-1)  # (batch, 2 * hidden_dim)
+        return encoder_outputs, summary
+
+
+class _GRUDecoder(nn.Module):
+    """What both decoders share: embedding, initial state, GRU cell, output layer.
+
+    Subclasses say where the context of each step comes from (:meth:`prepare`, :meth:`context`).
+    """
+
+    def __init__(
+        self, vocab_size: int, embed_dim: int, hidden_dim: int, encoder_dim: int,
+        dropout: float = 0.0,
+    ):
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=Vocab.pad_id)
+        self.dropout = nn.Dropout(dropout)
+        self.bridge = nn.Linear(encoder_dim, hidden_dim)  # s_0 = tanh(W [h_fwd; h_bwd])
+        self.cell = nn.GRUCell(embed_dim + encoder_dim, hidden_dim)
+        self.out = nn.Linear(hidden_dim + encoder_dim + embed_dim, vocab_size)
+
+    def initial_state(self, summary: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.bridge(summary))  # (batch, hidden_dim)
+
+    def prepare(self, encoder_outputs, summary, mask):
+        """Per-batch work done once, before the first step; returns the step's ``memory``."""
+        raise NotImplementedError
+
+    def context(self, state, memory) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """``(context (batch, encoder_dim), weights (batch, src_len) or None)`` for one step."""
+        raise NotImplementedError
+
+    @staticmethod
+    def select_rows(memory, rows: torch.Tensor):
+        """``memory`` restricted to the batch rows ``rows`` (a bool mask or indices)."""
+        if isinstance(memory, torch.Tensor):
+            return memory[rows]
+        return tuple(part[rows] for part in memory)
+
+    def step(self, embedded: torch.Tensor, state: torch.Tensor, memory):
+        """One decoder step from ``s_{i-1}`` and embedded ``y_{i-1}`` (batch, embed_dim).
+
+        Returns ``(s_i, c_i, weights)``.
+        """
+        context, weights = self.context(state, memory)  # c_i from s_{i-1}
+        state = self.cell(torch.cat([embedded, context], dim=-1), state)  # s_i
+        return state, context, weights
+
+    def predict(self, states, contexts, embedded) -> torch.Tensor:
+        """Logits from ``[s_i; c_i; y_{i-1}]``; works on one step or on all steps at once."""
+        return self.out(self.dropout(torch.cat([states, contexts, embedded], dim=-1)))
+
+    def forward(
+        self,
+        tgt_in: torch.Tensor,
+        encoder_outputs: torch.Tensor,
+        summary: torch.Tensor,
+        mask: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher-forced decoding of ``tgt_in`` (batch, tgt_len).
+
+        Returns ``logits`` (batch, tgt_len, vocab) and attention weights
+        (batch, tgt_len, src_len), or ``None`` for the vanilla decoder.
+        """
+        memory = self.prepare(encoder_outputs, summary, mask)  # once per batch
+        embedded = self.dropout(self.embedding(tgt_in))  # (batch, tgt_len, embed_dim)
+        state = self.initial_state(summary)  # (batch, hidden_dim)
+        states, contexts, weights = [], [], []
+        for i in range(tgt_in.shape[1]):
+            state, context, step_weights = self.step(embedded[:, i], state, memory)
+            states.append(state)
+            contexts.append(context)
+            weights.append(step_weights)
+        # The output layer once, over all steps: (batch, tgt_len, vocab)
+        logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), embedded)
+        attention = None if weights[0] is None else torch.stack(weights, 1)
+        return logits, attention
+
+
+class AttentionDecoder(_GRUDecoder):
+    """GRU decoder with Bahdanau attention over the encoder outputs."""
+
+    def __init__(
+        self, vocab_size: int, embed_dim: int, hidden_dim: int, encoder_dim: int,
+        attention_dim: int, dropout: float = 0.0,
+    ):
+        super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim, dropout)
+        self.attention = BahdanauAttention(encoder_dim, hidden_dim, attention_dim)
+
+    def prepare(self, encoder_outputs, summary, mask):
+        BahdanauAttention.check_mask(mask, *encoder_outputs.shape[:2])  # once, not every step
+        keys = self.attention.project_keys(encoder_outputs)  # (batch, src_len, attn_dim)
+        return encoder_outputs, keys, mask
+
+    def context(self, state, memory):
+        encoder_outputs, keys, mask = memory
+        return self.attention.attend(state, encoder_outputs, keys, mask)
+
+
+class VanillaDecoder(_GRUDecoder):
+    """The fixed-context decoder: the encoder's final states are the context of every step."""
+
+    def prepare(self, encoder_outputs, summary, mask):
+        return summary  # (batch, encoder_dim)
+
+    def context(self, state, memory):
+        return memory, None
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Everything needed to rebuild a model (saved in checkpoints)."""
+
+    src_vocab_size: int
+    tgt_vocab_size: int
+    embed_dim: int = 64
+    hidden_dim: int = 128
+    attention_dim: int = 128
+    attention: bool = True
+    dropout: float = 0.0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class Decoded:
+    """Greedy decoding of a batch, trimmed per sequence."""
+
+    tokens: list[list[int]]  # output ids per sequence, without EOS
+    lengths: torch.Tensor  # (batch,) output lengths (EOS excluded)
+    # per sequence (out_len + 1, src_len): one row per output token plus the step that
+    # produced EOS (out_len rows if it never did); None for the vanilla model
+    attention: list[torch.Tensor] | None
+
+
+class Seq2Seq(nn.Module):
+    """Encoder plus decoder, with teacher-forced training and batched greedy decoding."""
+
+    def __init__(self, encoder: Encoder, decoder: _GRUDecoder, config: ModelConfig | None = None):
+        super().__init__()
+        self.encoder = encoder
+        self.decoder = decoder
+        self.config = config
+
+    @property
+    def uses_attention(self) -> bool:
+        return isinstance(self.decoder, AttentionDecoder)
+
+    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor):
+        encoder_outputs, summary = self.encoder(src, src_lengths)
+        mask = torch.arange(src.shape[1], device=src.device)[None, :] < src_lengths.to(
+            src.device
+        )[:, None]  # (batch, src_len), True for real tokens
+        return encoder_outputs, summary, mask
+
+    def forward(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: ``(logits (batch, tgt_len, vocab), attention or None)``."""
+        encoder_outputs, summary, mask = self.encode(src, src_lengths)
+        return self.decoder(tgt_in, encoder_outputs, summary, mask)
+
+    @torch.no_grad()
+    def greedy_decode(
+        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None
+    ) -> Decoded:
+        """Decode a batch greedily; each sequence stops at its own EOS.
+
+        ``max_len`` defaults to twice the longest source plus 10 tokens.
+        """
+        was_training = self.training
+        self.eval()
+        try:
+            return self._greedy(src, src_lengths, max_len)
+        finally:
+            self.train(was_training)
+
+    def _greedy(self, src, src_lengths, max_len) -> Decoded:
+        batch, src_len = src.shape
+        max_len = max_len or 2 * int(src_lengths.max()) + 10
+        encoder_outputs, summary, mask = self.encode(src, src_lengths)
+        decoder = self.decoder
+        memory = decoder.prepare(encoder_outputs, summary, mask)
+        state = decoder.initial_state(summary)  # (active, hidden_dim)
+        token = torch.full((batch,), Vocab.bos_id, dtype=torch.long, device=src.device)
+        active = torch.arange(batch, device=src.device)  # rows still decoding
+        tokens = torch.full((batch, max_len), Vocab.eos_id, dtype=torch.long, device=src.device)
+        weights = torch.zeros(batch, max_len, src_len, device=src.device)
+        lengths = torch.full((batch,), max_len, dtype=torch.long, device=src.device)
+        for i in range(max_len):
+            embedded = decoder.embedding(token)  # (active, embed_dim)
+            state, context, step_weights = decoder.step(embedded, state, memory)
+            token = decoder.predict(state, context, embedded).argmax(dim=-1)  # (active,)
+            tokens[active, i] = token
+            if step_weights is not None:
+                weights[active, i] = step_weights.float()
+            done = token == Vocab.eos_id
+            if bool(done.any()):  # finished rows leave the batch: no work spent on them
+                lengths[active[done]] = i
+                keep = ~done
+                active, state, token = active[keep], state[keep], token[keep]
+                memory = decoder.select_rows(memory, keep)
+                if active.numel() == 0:
+                    break
+        lengths_list = lengths.tolist()
+        source_lengths = src_lengths.tolist()
+        rows = tokens.cpu().tolist()
+        result = [row[:n] for row, n in zip(rows, lengths_list)]
+        attention = None
+        if self.uses_attention:
+            weights = weights.cpu()
+            # keep the step that produced EOS: it shows where the model looked to stop
+            attention = [
+                weights[b, : min(n + 1, max_len), : source_lengths[b]]
+                for b, n in enumerate(lengths_list)
+            ]
+        return Decoded(result, torch.tensor(lengths_list), attention)
+
+
+def build_model(config: ModelConfig) -> Seq2Seq:
+    """A fresh model for ``config``: attention or vanilla, same sizes otherwise."""
+    encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout)
+    args = (config.tgt_vocab_size, config.embed_dim, config.hidden_dim, encoder.output_dim)
+    if config.attention:
+        decoder = AttentionDecoder(*args, config.attention_dim, dropout=config.dropout)
+    else:
+        decoder = VanillaDecoder(*args, dropout=config.dropout)
+    return Seq2Seq(encoder, decoder, config)

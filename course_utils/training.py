@@ -1,0 +1,267 @@
+"""Training seq2seq models: seeding, the loss, the loop, history, snapshots, checkpoints.
+
+:func:`train` is the loop every notebook uses. It trains on length-bucketed batches with
+Adam, a warm-up-then-cosine learning-rate schedule and gradient clipping; on CUDA it uses
+pinned memory, non-blocking copies and (optionally) bf16 autocast. After every epoch it
+records validation loss, token accuracy and exact-match accuracy in a :class:`History`,
+and at chosen epochs it keeps the attention of fixed examples, so notebooks can show
+attention emerging.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from course_utils.config import quick_mode
+from course_utils.data import Batch, Pair, Vocab, iterate_batches, make_batches
+from course_utils.files import atomic_path
+from course_utils.metrics import exact_match, greedy_decode_pairs
+from course_utils.models import ModelConfig, Seq2Seq, build_model
+
+__all__ = [
+    "History",
+    "load_checkpoint",
+    "save_checkpoint",
+    "seed_everything",
+    "sequence_loss",
+    "train",
+]
+
+CHECKPOINT_FORMAT = 1
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and PyTorch, so CPU runs repeat exactly."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def sequence_loss(logits: torch.Tensor, tgt_out: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy averaged over real target tokens; padding does not count.
+
+    logits: (batch, tgt_len, vocab); tgt_out: (batch, tgt_len).
+    """
+    return F.cross_entropy(
+        logits.flatten(0, 1).float(), tgt_out.flatten(), ignore_index=Vocab.pad_id
+    )
+
+
+@dataclass
+class History:
+    """Per-epoch measurements, plus attention snapshots ``{epoch: [matrix, ...]}``."""
+
+    epoch: list[int] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    val_token_accuracy: list[float] = field(default_factory=list)
+    val_exact_match: list[float] = field(default_factory=list)
+    seconds: list[float] = field(default_factory=list)  # wall time since training started
+    snapshots: dict[int, list[np.ndarray]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["snapshots"] = {k: [m.tolist() for m in v] for k, v in self.snapshots.items()}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> History:
+        data = dict(data)
+        snapshots = {int(k): [np.asarray(m) for m in v] for k, v in data.pop("snapshots").items()}
+        return cls(**data, snapshots=snapshots)
+
+
+def _warmup_cosine(total_steps: int, warmup_fraction: float = 0.05, floor: float = 0.05):
+    warmup = max(1, int(total_steps * warmup_fraction))
+
+    def factor(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        progress = min(1.0, (step - warmup) / max(1, total_steps - warmup))
+        return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+    return factor
+
+
+@torch.no_grad()
+def evaluate_loss(model: Seq2Seq, batches: Sequence[Batch], device: torch.device):
+    """Teacher-forced ``(loss, token accuracy)`` over real target tokens."""
+    was_training = model.training
+    model.eval()
+    total_loss, correct, tokens = 0.0, 0, 0
+    for batch in iterate_batches(list(batches), device):
+        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        real = batch.tgt_out != Vocab.pad_id
+        n = int(real.sum())
+        total_loss += float(sequence_loss(logits, batch.tgt_out)) * n
+        correct += int(((logits.argmax(-1) == batch.tgt_out) & real).sum())
+        tokens += n
+    model.train(was_training)
+    return total_loss / tokens, correct / tokens
+
+
+def _snapshot(model, pairs, device, batch_size) -> list[np.ndarray]:
+    decoded = greedy_decode_pairs(model, pairs, device=device, batch_size=batch_size)
+    if decoded.attention is None:
+        return []
+    return [a.numpy() for a in decoded.attention]
+
+
+def train(
+    model: Seq2Seq,
+    train_pairs: Sequence[Pair],
+    val_pairs: Sequence[Pair],
+    *,
+    epochs: int,
+    batch_size: int = 64,
+    lr: float = 3e-3,
+    clip: float = 1.0,
+    device: torch.device | str = "cpu",
+    bf16: bool = False,
+    seed: int = 0,
+    snapshot_pairs: Sequence[Pair] = (),
+    snapshot_epochs: Sequence[int] = (),
+    target_exact_match: float | None = None,
+    progress: bool | None = None,
+    description: str = "training",
+) -> History:
+    """Train ``model`` in place and return its :class:`History`.
+
+    Args:
+        bf16: autocast the forward pass to bfloat16 (CUDA only; ignored elsewhere).
+        snapshot_epochs: epochs after which to store the attention of ``snapshot_pairs``
+            (epoch 0 = before training).
+        target_exact_match: stop once validation exact match reaches this fraction.
+        progress: show a progress bar; by default yes, except under ``COURSE_QUICK``.
+    """
+    if epochs < 1:
+        raise ValueError(f"epochs must be >= 1; got {epochs}")
+    if not train_pairs or not val_pairs:
+        raise ValueError("need at least one training pair and one validation pair")
+    device = torch.device(device)
+    model.to(device)
+    seed_everything(seed)
+    steps_per_epoch = math.ceil(len(train_pairs) / batch_size)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, _warmup_cosine(epochs * steps_per_epoch)
+    )
+    autocast = (
+        torch.autocast("cuda", dtype=torch.bfloat16)
+        if bf16 and device.type == "cuda"
+        else nullcontext()
+    )
+    val_batches = make_batches(val_pairs, batch_size * 2, shuffle=False)
+    history = History()
+    if 0 in snapshot_epochs and snapshot_pairs:
+        history.snapshots[0] = _snapshot(model, snapshot_pairs, device, batch_size)
+
+    show = (not quick_mode()) if progress is None else progress
+    bar = tqdm(total=epochs * steps_per_epoch, desc=description, disable=not show,
+               mininterval=1.0, unit="batch")
+    start = time.perf_counter()
+    for epoch in range(1, epochs + 1):
+        model.train()
+        running, seen = 0.0, 0
+        for batch in iterate_batches(make_batches(train_pairs, batch_size, seed=seed + epoch),
+                                     device):
+            with autocast:
+                logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+            loss = sequence_loss(logits, batch.tgt_out)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            schedule.step()
+            running += loss.detach() * len(batch)
+            seen += len(batch)
+            bar.update()
+        val_loss, token_accuracy = evaluate_loss(model, val_batches, device)
+        exact = exact_match(greedy_decode_pairs(model, val_pairs, device=device,
+                                                batch_size=batch_size * 2), val_pairs)
+        history.epoch.append(epoch)
+        history.train_loss.append(float(running) / seen)
+        history.val_loss.append(val_loss)
+        history.val_token_accuracy.append(token_accuracy)
+        history.val_exact_match.append(exact)
+        history.seconds.append(time.perf_counter() - start)
+        bar.set_postfix(epoch=epoch, train=f"{history.train_loss[-1]:.3f}",
+                        val=f"{val_loss:.3f}", exact=f"{exact:.1%}")
+        if epoch in snapshot_epochs and snapshot_pairs:
+            history.snapshots[epoch] = _snapshot(model, snapshot_pairs, device, batch_size)
+        if target_exact_match is not None and exact >= target_exact_match:
+            break
+    bar.close()
+    return history
+
+
+# ----------------------------------------------------------------------------- checkpoints
+
+
+def save_checkpoint(
+    path: str | Path,
+    model: Seq2Seq,
+    src_vocab: Vocab,
+    tgt_vocab: Vocab,
+    history: History | None = None,
+    extra: dict | None = None,
+) -> Path:
+    """Save model weights, config, vocabularies and history together, atomically."""
+    if model.config is None:
+        raise ValueError("the model has no ModelConfig; build it with build_model(config)")
+    payload = {
+        "format": CHECKPOINT_FORMAT,
+        "config": model.config.to_dict(),
+        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
+        "src_vocab": src_vocab.to_dict(),
+        "tgt_vocab": tgt_vocab.to_dict(),
+        "history": history.to_dict() if history is not None else None,
+        "extra": extra or {},
+    }
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+    return Path(path)
+
+
+@dataclass
+class Checkpoint:
+    model: Seq2Seq
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    history: History | None
+    extra: dict
+
+
+def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
+    """Rebuild the model saved by :func:`save_checkpoint` (in eval mode, on ``device``)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"no checkpoint at {path}")
+    payload = torch.load(path, map_location="cpu", weights_only=False)
+    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"{path} is not a course checkpoint (format {CHECKPOINT_FORMAT}); "
+            "save one with course_utils.training.save_checkpoint"
+        )
+    model = build_model(ModelConfig(**payload["config"]))
+    model.load_state_dict(payload["state_dict"])
+    model.to(device).eval()
+    history = payload["history"]
+    return Checkpoint(
+        model=model,
+        src_vocab=Vocab.from_dict(payload["src_vocab"]),
+        tgt_vocab=Vocab.from_dict(payload["tgt_vocab"]),
+        history=History.from_dict(history) if history is not None else None,
+        extra=payload["extra"],
+    )

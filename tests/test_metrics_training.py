@@ -1,0 +1,122 @@
+"""Metrics on hand-made outputs, and the training loop's promises."""
+
+import sys
+
+import numpy as np
+import pytest
+import torch
+from helpers import ROOT
+
+from course_utils.data import collate, make_reversal_pairs, reversal_vocab
+from course_utils.metrics import (
+    accuracy_by_length,
+    alignment_score,
+    exact_match,
+    reversal_alignment,
+)
+from course_utils.models import Decoded, ModelConfig, build_model
+from course_utils.reversal import QUICK, REVERSAL, reversal_config
+from course_utils.training import History, seed_everything, sequence_loss, train
+
+VOCAB = reversal_vocab(8)
+
+
+def test_perfect_anti_diagonal_scores_one_and_uniform_scores_one_over_n():
+    n = 5
+    anti_diagonal = np.fliplr(np.eye(n))
+    assert alignment_score(anti_diagonal, reversal_alignment(n)) == 1.0
+    assert alignment_score(np.full((n, n), 1 / n), reversal_alignment(n)) == pytest.approx(1 / n)
+    assert alignment_score(np.eye(n), reversal_alignment(n)) == pytest.approx(1 / n)  # centre only
+
+
+def test_alignment_score_ignores_the_extra_eos_row_and_checks_input():
+    with_eos = np.vstack([np.fliplr(np.eye(3)), [[1.0, 0.0, 0.0]]])
+    assert alignment_score(with_eos, reversal_alignment(3)) == 1.0
+    with pytest.raises(ValueError, match=r"must be \(out_len, src_len\)"):
+        alignment_score(np.ones(3), [0])
+    with pytest.raises(ValueError, match=r"must lie in \[0, 3\)"):
+        alignment_score(np.ones((2, 3)), [0, 3])
+
+
+def test_exact_match_and_accuracy_by_length():
+    pairs = [([4], [4]), ([4, 5], [5, 4]), ([5, 6], [6, 5]), ([4, 5, 6], [6, 5, 4])]
+    decoded = Decoded([[4], [5, 4], [6, 6], [6, 5]], torch.tensor([1, 2, 2, 2]), None)
+    assert exact_match(decoded, pairs) == 0.5
+    assert accuracy_by_length(decoded, pairs) == {1: 1.0, 2: 0.5, 3: 0.0}
+
+
+def test_loss_counts_real_tokens_only():
+    batch = collate([([4, 5, 6], [6, 5, 4]), ([7], [7])])
+    logits = torch.randn(*batch.tgt_out.shape, len(VOCAB))
+    garbage = logits.clone()
+    garbage[batch.tgt_out == 0] = 100.0  # change only the padded positions
+    assert torch.equal(sequence_loss(logits, batch.tgt_out), sequence_loss(garbage, batch.tgt_out))
+
+
+def tiny_run(epochs=2, **kwargs):
+    seed_everything(0)
+    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), 16, 32, 32))
+    train_pairs = make_reversal_pairs(400, 2, 6, VOCAB, seed=1)
+    val_pairs = make_reversal_pairs(50, 2, 6, VOCAB, seed=2)
+    return train(model, train_pairs, val_pairs, epochs=epochs, batch_size=32, progress=False,
+                 **kwargs), val_pairs
+
+
+def test_training_lowers_the_loss_and_records_every_epoch():
+    history, _ = tiny_run(epochs=3)
+    assert history.epoch == [1, 2, 3]
+    assert history.val_loss[-1] < history.val_loss[0]
+    assert len(history.train_loss) == len(history.val_exact_match) == len(history.seconds) == 3
+    assert history.seconds == sorted(history.seconds)
+
+
+def test_cpu_training_is_reproducible_with_a_seed():
+    assert tiny_run()[0].val_loss == tiny_run()[0].val_loss
+
+
+def test_snapshots_hold_one_trimmed_matrix_per_example_at_the_chosen_epochs():
+    watch = make_reversal_pairs(3, 2, 6, VOCAB, seed=9)
+    history, _ = tiny_run(epochs=2, snapshot_pairs=watch, snapshot_epochs=(0, 2))
+    assert sorted(history.snapshots) == [0, 2]
+    for matrix, (source, _) in zip(history.snapshots[2], watch):
+        assert matrix.shape[1] == len(source)
+        np.testing.assert_allclose(matrix.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_training_stops_at_the_target_exact_match():
+    history, _ = tiny_run(epochs=5, target_exact_match=0.0)
+    assert history.epoch == [1]
+
+
+def test_history_round_trips_through_a_dict():
+    history = History(epoch=[1], train_loss=[1.0], val_loss=[0.5], val_token_accuracy=[0.9],
+                      val_exact_match=[0.1], seconds=[2.0], snapshots={1: [np.eye(2)]})
+    again = History.from_dict(history.to_dict())
+    assert again.val_loss == [0.5] and np.array_equal(again.snapshots[1][0], np.eye(2))
+
+
+def test_bad_training_arguments_are_clear_errors():
+    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), 8, 8, 8))
+    with pytest.raises(ValueError, match="epochs must be >= 1; got 0"):
+        train(model, [([4], [4])], [([4], [4])], epochs=0)
+    with pytest.raises(ValueError, match="at least one training pair"):
+        train(model, [], [([4], [4])], epochs=1)
+
+
+def test_reversal_configuration_follows_course_quick(monkeypatch):
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    assert reversal_config() == QUICK
+    monkeypatch.setenv("COURSE_QUICK", "0")
+    monkeypatch.setenv("COURSE_DEVICE", "cpu")
+    assert reversal_config() == REVERSAL
+
+
+def test_benchmark_script_runs_and_writes_its_report(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_seq2seq
+
+    out = tmp_path / "benchmarks.md"
+    assert bench_seq2seq.main(["--quick", "--device", "cpu", "--out", str(out)]) == 0
+    report = out.read_text()
+    for heading in ("Training throughput", "Greedy decoding", "time to 99%", "## GPU"):
+        assert heading in report
