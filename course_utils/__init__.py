@@ -23,7 +23,7 @@ from course_utils.attention import (
     entropy,
     softmax,
 )
-from course_utils.config import get_device, quick_mode, scaled
+from course_utils.config import get_device, quick_mode, runs_dir, scaled
 from course_utils.plotting import plot_attention, plot_weights
 
 __version__ = "0.1.0"
@@ -37,6 +37,7 @@ __all__ = [
     "plot_attention",
     "plot_weights",
     "quick_mode",
+    "runs_dir",
     "scaled",
     "softmax",
 ]

@@ -7,11 +7,12 @@ notebooks run their real configuration: GPU-sized when a GPU is present, CPU-siz
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TypeVar
 
 import torch
 
-__all__ = ["get_device", "quick_mode", "scaled"]
+__all__ = ["get_device", "quick_mode", "runs_dir", "scaled"]
 
 T = TypeVar("T")
 
@@ -58,3 +59,18 @@ def scaled(*, quick: T, cpu: T, gpu: T | None = None, device: torch.device | Non
     if gpu is not None and device.type == "cuda":
         return gpu
     return cpu
+
+
+def runs_dir() -> Path:
+    """Where notebooks save checkpoints: ``COURSE_RUNS_DIR``, else ``notebooks/runs`` of the
+    course checkout; under ``COURSE_QUICK`` the ``quick/`` folder inside it, so smoke tests
+    never overwrite the checkpoints of a real run."""
+    configured = os.environ.get("COURSE_RUNS_DIR")
+    if configured:
+        base = Path(configured)
+    else:
+        checkout = Path(__file__).resolve().parents[1]
+        base = checkout / "notebooks" / "runs" if (checkout / "notebooks").is_dir() else Path(
+            "runs"
+        ).resolve()
+    return base / "quick" if quick_mode() else base

@@ -5,15 +5,21 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
+from sacrebleu.metrics import BLEU
 
 from course_utils.data import Pair, collate
 from course_utils.models import Decoded, Seq2Seq
 
 __all__ = [
+    "LENGTH_BUCKETS",
+    "BleuResult",
     "accuracy_by_length",
+    "bleu_by_length",
+    "corpus_bleu",
     "alignment_score",
     "correct",
     "exact_match",
@@ -99,3 +105,56 @@ def alignment_score(attention, expected_positions: Sequence[int]) -> float:
 def reversal_alignment(src_len: int) -> list[int]:
     """For reversal, output step i reads source position ``src_len - 1 - i``: the anti-diagonal."""
     return list(range(src_len - 1, -1, -1))
+
+
+# ------------------------------------------------------------------------------------ BLEU
+
+#: Source-length buckets of the lesson, in tokens: (name, shortest, longest).
+LENGTH_BUCKETS = (("< 10", 0, 9), ("10-20", 10, 20), ("> 20", 21, 10**9))
+
+
+@dataclass(frozen=True)
+class BleuResult:
+    score: float  # corpus BLEU, 0-100
+    signature: str  # sacreBLEU's signature: how the score was computed
+    n: int  # sentences
+
+
+def corpus_bleu(
+    hypotheses: Sequence[str], references: Sequence[str], lowercase: bool = False
+) -> BleuResult:
+    """Corpus BLEU with sacreBLEU, on detokenized hypotheses against raw references.
+
+    sacreBLEU tokenizes both sides itself (``13a``), so scores are comparable across papers;
+    ``lowercase=True`` for models trained on lowercased text (the signature says ``c:lc``).
+    """
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not hypotheses:
+        raise ValueError("no sentences to score")
+    bleu = BLEU(lowercase=lowercase)
+    score = bleu.corpus_score(list(hypotheses), [list(references)])
+    return BleuResult(score.score, str(bleu.get_signature()), len(hypotheses))
+
+
+def bleu_by_length(
+    hypotheses: Sequence[str],
+    references: Sequence[str],
+    source_lengths: Sequence[int],
+    lowercase: bool = False,
+) -> dict[str, BleuResult | None]:
+    """Corpus BLEU per source-length bucket (``< 10``, ``10-20``, ``> 20`` tokens).
+
+    A bucket with no sentence maps to ``None``.
+    """
+    if not len(hypotheses) == len(references) == len(source_lengths):
+        raise ValueError("hypotheses, references and source_lengths must have the same length")
+    results: dict[str, BleuResult | None] = {}
+    for name, shortest, longest in LENGTH_BUCKETS:
+        chosen = [i for i, n in enumerate(source_lengths) if shortest <= n <= longest]
+        results[name] = (
+            corpus_bleu([hypotheses[i] for i in chosen], [references[i] for i in chosen],
+                        lowercase)
+            if chosen else None
+        )
+    return results

@@ -10,7 +10,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def notebook_functions(path: Path) -> dict:
     """Execute the code cells of ``path`` that define functions; return their namespace."""
     namespace: dict = {}
-    exec("import numpy as np", namespace)
+    exec("import numpy as np\nimport sacrebleu\nimport matplotlib.pyplot as plt", namespace)
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type == "code" and cell.source.lstrip().startswith("def "):
             exec(cell.source, namespace)

@@ -59,3 +59,13 @@ def test_kernel_spec_runs_this_python(tmp_path):
     install_kernel(prefix=str(tmp_path))
     spec = json.loads((tmp_path / "share/jupyter/kernels" / KERNEL_NAME / "kernel.json").read_text())
     assert spec["argv"][0] == sys.executable
+
+
+def test_quick_runs_never_share_a_folder_with_real_runs(monkeypatch, tmp_path):
+    from course_utils.config import runs_dir
+
+    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_QUICK", "0")
+    assert runs_dir() == tmp_path
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    assert runs_dir() == tmp_path / "quick"

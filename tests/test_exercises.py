@@ -1,5 +1,7 @@
 """The solution notebook is the single source; the generator makes the student version."""
 
+import os
+
 import nbformat
 import pytest
 from helpers import ROOT
@@ -92,6 +94,17 @@ def test_outputs_and_counts_are_cleared():
 def test_unbalanced_markers_are_refused(source, message):
     with pytest.raises(ExerciseFormatError, match=message):
         strip_solutions(notebook(new_code_cell(source)), name="bad.ipynb")
+
+
+def test_written_files_follow_the_umask_not_the_temporary_file_mode(tmp_path):
+    from course_utils.files import write_text_atomically
+
+    old = os.umask(0o022)
+    try:
+        write_text_atomically(tmp_path / "out.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o644
 
 
 def test_refused_notebook_writes_nothing(tmp_path):

@@ -153,7 +153,7 @@ class Exercise:
 
 
 # Exercise ids and the modules that define them; imported on first use.
-_MODULES = {"E10.1": "course_utils.checks.e10_1"}
+_MODULES = {"E10.1": "course_utils.checks.e10_1", "E10.2": "course_utils.checks.e10_2"}
 
 
 def get_exercise(exercise_id: str) -> Exercise:

@@ -1,0 +1,165 @@
+"""Evaluate notebook 4's trained models on Multi30k and write docs/results.md.
+
+    # 1. train both models (notebook 4 saves checkpoints under notebooks/runs/multi30k/)
+    jupyter nbconvert --to notebook --execute --inplace \
+        notebooks/04_multi30k_vanilla_vs_attention.ipynb
+    # 2. evaluate them and write the report
+    python benchmarks/multi30k_results.py
+
+Every figure comes from the checkpoints (training time and history) and from decoding the test
+sets in this run; the targets of the course are checked against them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from course_utils.config import get_device, runs_dir
+from course_utils.files import write_text_atomically
+from course_utils.metrics import LENGTH_BUCKETS
+from course_utils.training import load_checkpoint
+from course_utils.translation import (
+    CPU,
+    GPU,
+    TEST_SPLITS,
+    evaluate_bleu,
+    prepare_data,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=Path, default=runs_dir() / "multi30k")
+    parser.add_argument("--beam", type=int, default=5)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
+    args = parser.parse_args(argv)
+    device = get_device()
+
+    checkpoints = {name: load_checkpoint(args.runs / f"{name}.pt", device=device)
+                   for name in ("attention", "vanilla")}
+    config_name = checkpoints["attention"].extra.get("config", "unknown")
+    config = {"cpu": CPU, "gpu": GPU}.get(config_name)
+    if config is None:
+        raise SystemExit(f"checkpoints come from the {config_name!r} configuration; "
+                         "results are reported for 'cpu' or 'gpu' runs only")
+    data = prepare_data(config)
+    if data.src_vocab != checkpoints["attention"].src_vocab:
+        raise SystemExit("the vocabulary rebuilt from the data differs from the checkpoint's")
+
+    start = time.perf_counter()
+    results = {(name, split): evaluate_bleu(c.model, data, split, device=device)
+               for name, c in checkpoints.items() for split in TEST_SPLITS}
+    beam = evaluate_bleu(checkpoints["attention"].model, data, "test_2016_flickr",
+                         beam_size=args.beam, device=device)
+    seconds = time.perf_counter() - start
+
+    lines = [
+        "# Results: Multi30k English→German",
+        "",
+        f"Written {dt.date.today().isoformat()} by `python benchmarks/multi30k_results.py` "
+        f"from the checkpoints of notebook 4 (`notebooks/04_multi30k_vanilla_vs_attention.ipynb`), "
+        f"configuration `{config_name}`; evaluated on {device} "
+        f"({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads), "
+        f"PyTorch {torch.__version__}.",
+        "",
+        "## Training (same budget for both models)",
+        "",
+        "| model | epochs | wall time | minutes per epoch | final validation loss |",
+        "|---|---|---|---|---|",
+    ]
+    for name, c in checkpoints.items():
+        h = c.history
+        per_epoch = [b - a for a, b in zip([0.0, *h.seconds[:-1]], h.seconds)]
+        lines.append(f"| {name} | {h.epoch[-1]} | {h.seconds[-1] / 60:.1f} min | "
+                     f"{', '.join(f'{s / 60:.1f}' for s in per_epoch)} | {h.val_loss[-1]:.3f} |")
+    total = sum(c.history.seconds[-1] for c in checkpoints.values()) / 60
+    epoch_minutes = [(b - a) / 60 for c in checkpoints.values()
+                     for a, b in zip([0.0, *c.history.seconds[:-1]], c.history.seconds)]
+    median = float(np.median(epoch_minutes))
+    uneven = ""
+    if max(epoch_minutes) > 1.5 * median:
+        uneven = (f" Epoch times are uneven: the slowest took {max(epoch_minutes):.1f} min against "
+                  f"a median of {median:.1f} min; at the "
+                  f"median pace both models take {median * len(epoch_minutes):.1f} minutes.")
+    lines += [
+        "",
+        f"Both models: {total:.1f} minutes of training (including the per-epoch validation)."
+        + uneven,
+        "",
+        "## Test BLEU (greedy decoding)",
+        "",
+        "sacreBLEU on detokenized outputs against the raw references; the models are trained on",
+        "lowercased text, so BLEU is case-insensitive. Signature: "
+        f"`{results['attention', TEST_SPLITS[0]].bleu.signature}`.",
+        "",
+        "| test set | sentences | vanilla | attention | gain |",
+        "|---|---|---|---|---|",
+    ]
+    for split in TEST_SPLITS:
+        v, a = results["vanilla", split].bleu, results["attention", split].bleu
+        lines.append(f"| {split} | {a.n} | {v.score:.1f} | {a.score:.1f} | "
+                     f"{a.score - v.score:+.1f} |")
+    greedy_2016 = results["attention", "test_2016_flickr"].bleu.score
+    lines += [
+        "",
+        f"Beam search (width {args.beam}) for the attention model on test_2016_flickr: "
+        f"{beam.bleu.score:.1f} BLEU ({beam.bleu.score - greedy_2016:+.1f} over greedy).",
+        "",
+        "## BLEU by source length (test_2016_flickr, greedy)",
+        "",
+        "| source tokens | sentences | vanilla | attention | gain |",
+        "|---|---|---|---|---|",
+    ]
+    gains = {}
+    for bucket, _, _ in LENGTH_BUCKETS:
+        v = results["vanilla", "test_2016_flickr"].by_length[bucket]
+        a = results["attention", "test_2016_flickr"].by_length[bucket]
+        if v and a:
+            gains[bucket] = a.score - v.score
+            lines.append(f"| {bucket} | {a.n} | {v.score:.1f} | {a.score:.1f} | "
+                         f"{gains[bucket]:+.1f} |")
+    gain_2016 = greedy_2016 - results["vanilla", "test_2016_flickr"].bleu.score
+    lines += ["", "## Against the targets", ""]
+    if config_name == "cpu":
+        verdict = "reached" if gain_2016 >= 5 else "**not reached**"
+        lines.append(f"- CPU configuration, attention at least 5 BLEU above vanilla on "
+                     f"test_2016_flickr: {gain_2016:+.1f} BLEU, {verdict}.")
+        if "< 10" in gains and "> 20" in gains:
+            wider = gains["> 20"] > gains["< 10"]
+            lines.append(
+                f"- Gain on long (> 20 tokens) sentences wider than on short (< 10): "
+                f"{gains['> 20']:+.1f} against {gains['< 10']:+.1f} BLEU, "
+                + ("reached." if wider else "**not reached**.")
+            )
+        lines.append(
+            f"- CPU budget of 30 minutes for both models: {total:.1f} minutes, "
+            + ("reached." if total <= 30 else "**not reached**.")
+        )
+        lines.append("- GPU configuration (at least 35 BLEU on test_2016_flickr in at most 10 "
+                     "minutes on one H100-class GPU): **not measured**: no GPU was available "
+                     "for this run.")
+    else:
+        verdict = "reached" if greedy_2016 >= 35 else "**not reached**"
+        minutes = checkpoints["attention"].history.seconds[-1] / 60
+        lines.append(f"- GPU configuration, attention test_2016_flickr BLEU of at least 35: "
+                     f"{greedy_2016:.1f} greedy, {beam.bleu.score:.1f} with beam search, "
+                     f"{verdict}; training time {minutes:.1f} minutes (target: at most 10).")
+    lines += ["", f"Evaluation took {seconds:.0f} s.", ""]
+    text = "\n".join(lines)
+    print(text)
+    write_text_atomically(args.out, text)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""Checks for exercise E10.2: vanilla seq2seq against Bahdanau attention on Multi30k.
+
+Students write three functions; the checks call them on small, known inputs:
+
+- ``bleu_by_bucket(hypotheses, references, source_lengths)``: corpus BLEU per source-length
+  bucket (``"< 10"``, ``"10-20"``, ``"> 20"``), ``None`` for an empty bucket;
+- ``plot_bleu_by_length(scores)``: a grouped bar chart, one group per bucket, one bar per model;
+- ``plot_loss_curves(histories)``: training and validation loss of every model in one figure.
+
+The written comparison is graded by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import matplotlib.pyplot as plt
+import numpy as np
+import sacrebleu
+from matplotlib.figure import Figure
+
+from course_utils.checks import CheckFailed, Exercise
+from course_utils.training import History
+
+__all__ = ["EXERCISE", "check_bleu_by_bucket", "check_loss_curves", "check_plot_bleu"]
+
+EXERCISE = Exercise("E10.2", "Vanilla seq2seq against Bahdanau attention")
+BUCKETS = ("< 10", "10-20", "> 20")
+
+_WORDS = "a man in a blue shirt is riding a bike down the street while two dogs run behind".split()
+
+
+def _sentence(length: int, seed: int, noise: float) -> tuple[str, str]:
+    """A reference of ``length`` words and a hypothesis with some words changed."""
+    rng = np.random.default_rng(seed)
+    reference = [_WORDS[(seed + i) % len(_WORDS)] for i in range(length)]
+    hypothesis = [w if rng.random() > noise else "xyz" for w in reference]
+    return " ".join(hypothesis), " ".join(reference)
+
+
+def _cases():
+    lengths = [3, 9, 9, 10, 15, 20, 20, 21, 30, 6]
+    pairs = [_sentence(n, seed, noise=0.3) for seed, n in enumerate(lengths)]
+    return [h for h, _ in pairs], [r for _, r in pairs], lengths
+
+
+def _expected(hypotheses, references, lengths, bounds=((0, 9), (10, 20), (21, 10**9))):
+    out = {}
+    for name, (low, high) in zip(BUCKETS, bounds):
+        chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
+        out[name] = (sacrebleu.corpus_bleu([hypotheses[i] for i in chosen],
+                                           [[references[i] for i in chosen]]).score
+                     if chosen else None)
+    return out
+
+
+@EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket")
+def check_bleu_by_bucket(bleu_by_bucket: Callable) -> str:
+    hypotheses, references, lengths = _cases()
+    got = bleu_by_bucket(list(hypotheses), list(references), list(lengths))
+    if not isinstance(got, dict):
+        raise CheckFailed(f"bleu_by_bucket must return a dict; got {type(got).__name__}")
+    if set(got) != set(BUCKETS):
+        raise CheckFailed(f"the keys must be {list(BUCKETS)}; got {sorted(got)}")
+    expected = _expected(hypotheses, references, lengths)
+    wrong = [b for b in BUCKETS
+             if got[b] is None or not np.isclose(float(got[b]), expected[b], atol=1e-6)]
+    if wrong:
+        off_by_one = [
+            (((0, 10), (11, 20), (21, 10**9)), "exactly 10 tokens belongs to '10-20'"),
+            (((0, 9), (10, 21), (22, 10**9)), "exactly 21 tokens belongs to '> 20'"),
+            (((0, 9), (10, 19), (20, 10**9)), "exactly 20 tokens belongs to '10-20'"),
+        ]
+        for shift, hint in off_by_one:
+            other = _expected(hypotheses, references, lengths, shift)
+            if all(got[b] is not None and np.isclose(float(got[b]), other[b]) for b in BUCKETS):
+                raise CheckFailed(f"bucket boundaries are off: a sentence of {hint}")
+        averages = {}
+        for name, (low, high) in zip(BUCKETS, ((0, 9), (10, 20), (21, 10**9))):
+            chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
+            averages[name] = np.mean([sacrebleu.sentence_bleu(hypotheses[i], [references[i]]).score
+                                      for i in chosen])
+        if all(got[b] is not None and np.isclose(float(got[b]), averages[b]) for b in BUCKETS):
+            raise CheckFailed("that is the average of sentence BLEU scores; BLEU is a corpus "
+                              "statistic: score each bucket's sentences together")
+        raise CheckFailed(f"BLEU is off for bucket(s) {', '.join(repr(b) for b in wrong)}: "
+                          "use sacrebleu.corpus_bleu(hypotheses, [references]) per bucket")
+    empty = bleu_by_bucket(hypotheses[:2], references[:2], lengths[:2])
+    if not isinstance(empty, dict) or empty.get("> 20", "missing") is not None:
+        raise CheckFailed("right on full buckets, but an empty bucket must map to None",
+                          points=2)
+    return "corpus BLEU per bucket, with the lesson's boundaries"
+
+
+_SCORES = {"vanilla": {"< 10": 30.5, "10-20": 22.0, "> 20": 12.5},
+           "attention": {"< 10": 36.0, "10-20": 31.5, "> 20": 25.0}}
+
+
+def _figure(result: object, what: str) -> Figure:
+    if not isinstance(result, Figure):
+        raise CheckFailed(f"{what} must return the matplotlib Figure (e.g. `return fig`); "
+                          f"got {type(result).__name__}")
+    axes = [ax for ax in result.axes if ax.get_label() != "<colorbar>"]
+    if len(axes) != 1:
+        raise CheckFailed(f"{what} should draw one chart (one Axes); got {len(axes)}")
+    ax = axes[0]
+    missing = [name for name, text in [("a title", ax.get_title()),
+                                       ("a y-axis label", ax.get_ylabel())] if not text]
+    if missing:
+        raise CheckFailed(f"the chart needs {' and '.join(missing)}")
+    legend = ax.get_legend()
+    if legend is None:
+        raise CheckFailed("the chart needs a legend naming the models")
+    return result
+
+
+@EXERCISE.check("plot_bleu_by_length", points=2, target="plot_bleu_by_length")
+def check_plot_bleu(plot_bleu_by_length: Callable) -> str:
+    fig = _figure(plot_bleu_by_length({k: dict(v) for k, v in _SCORES.items()}),
+                  "plot_bleu_by_length")
+    try:
+        ax = fig.axes[0]
+        heights = sorted(round(p.get_height(), 6) for p in ax.patches if p.get_height() > 0)
+        expected = sorted(v for scores in _SCORES.values() for v in scores.values())
+        if heights != expected:
+            raise CheckFailed(f"expected one bar per model and bucket ({len(expected)} bars "
+                              f"with the given scores); found {len(heights)} bars"
+                              + ("" if len(heights) != len(expected) else " with other heights"))
+        legend = [t.get_text() for t in ax.get_legend().get_texts()]
+        if sorted(legend) != sorted(_SCORES):
+            raise CheckFailed(f"the legend should name the models {sorted(_SCORES)}; got {legend}")
+        ticks = " ".join(t.get_text() for t in ax.get_xticklabels())
+        if not all(bucket in ticks for bucket in BUCKETS):
+            raise CheckFailed("label each group of bars with its bucket ('< 10', '10-20', '> 20')")
+    finally:
+        plt.close(fig)
+    return "one group per bucket, one bar per model, labelled"
+
+
+def _history(offset: float) -> History:
+    return History(epoch=[1, 2, 3], train_loss=[4.0 + offset, 3.0 + offset, 2.5 + offset],
+                   val_loss=[3.8 + offset, 3.1 + offset, 2.9 + offset],
+                   val_token_accuracy=[0.3, 0.4, 0.5], val_exact_match=[0, 0, 0],
+                   seconds=[1, 2, 3])
+
+
+@EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves")
+def check_loss_curves(plot_loss_curves: Callable) -> str:
+    histories = {"vanilla": _history(0.5), "attention": _history(0.0)}
+    fig = _figure(plot_loss_curves(histories), "plot_loss_curves")
+    try:
+        ax = fig.axes[0]
+        lines = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+        if len(lines) != 4:
+            raise CheckFailed(f"expected 4 labelled lines (training and validation loss of each "
+                              f"model); found {len(lines)}")
+        wanted = [list(h.train_loss) for h in histories.values()] + [
+            list(h.val_loss) for h in histories.values()]
+        drawn = [list(np.round(line.get_ydata(), 6)) for line in lines]
+        if sorted(drawn) != sorted(wanted):
+            raise CheckFailed("the lines should be each model's train_loss and val_loss per epoch")
+        if not ax.get_xlabel():
+            raise CheckFailed("label the x axis (epoch)")
+    finally:
+        plt.close(fig)
+    return "training and validation loss of both models, labelled"
+
+
+EXERCISE.manual_question(
+    "comparison",
+    points=3,
+    prompt="Compare the two models with your numbers: test BLEU, training curves, and the "
+           "gain on short against long sentences.",
+)
+EXERCISE.manual_question(
+    "why",
+    points=2,
+    prompt="Why does the fixed-context model fall behind most on long sentences? Connect your "
+           "answer to the bottleneck of notebook 1.",
+)

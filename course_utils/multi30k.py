@@ -1,0 +1,201 @@
+"""Multi30k (task 1, English-German): find, download, verify and read the raw files.
+
+Elliott, Frank, Sima'an & Specia, "Multi30K: Multilingual English-German Image Descriptions"
+(2016). The files are the dataset's own, from its canonical location::
+
+    https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/<split>.<lang>.gz
+
+Where the files are looked for, in order:
+
+1. the ``root`` argument, or else the ``MULTI30K_DIR`` environment variable: a folder that
+   already holds the ``.gz`` files (nothing is downloaded into it);
+2. otherwise a per-user cache folder (``~/.cache/course_utils/multi30k`` on Linux), where
+   missing files are downloaded.
+
+Every file is checked against the SHA-256 sum published with the dataset (shipped below).
+Downloads are retried, written to a temporary file and moved into place only once their
+checksum matches, so an interrupted or failed download leaves no file behind. A corrupted or
+truncated file in the cache is reported and downloaded again; one in a folder you provided is
+reported with what to do.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import sys
+import time
+import urllib.error
+import urllib.request
+import warnings
+from pathlib import Path
+
+from course_utils.files import atomic_path
+
+__all__ = [
+    "BASE_URL",
+    "LANGUAGES",
+    "SPLITS",
+    "Multi30kError",
+    "cache_dir",
+    "ensure_files",
+    "load_split",
+]
+
+BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
+SPLITS = (
+    "train",
+    "val",
+    "test_2016_flickr",
+    "test_2017_flickr",
+    "test_2017_mscoco",
+    "test_2018_flickr",
+)
+LANGUAGES = ("en", "de")
+
+#: SHA-256 of the published files.
+SHA256 = {
+    "test_2016_flickr.de.gz": "9204244e408ccb38d2a55cfcd344df15005fc42a07a6e55ca6c52b6ababb8cc8",
+    "test_2016_flickr.en.gz": "611d361c6334bc7246101d48097c13cf5c4413c5befc793cc629934359d532d9",
+    "test_2017_flickr.de.gz": "a2c89666db00c495cd8513b9d708d5a3acc205d7de312ef2bf5fb7ebc1540aee",
+    "test_2017_flickr.en.gz": "76a444ee25172e72695cddb13ae4a3bda59430617be88e0bb46b60504f054074",
+    "test_2017_mscoco.de.gz": "799e4854c25d601cb6cb6be29eabe5667734c61ace2f495e03e429031a0bc338",
+    "test_2017_mscoco.en.gz": "aab300bfb4427697987e02cd0aacd44bfe8aa50456231b6474c08038bbed2b58",
+    "test_2018_flickr.de.gz": "ddd0130c7d97482dc5197a02141dae8dd79f20f03586c480d675c09a32daf608",
+    "test_2018_flickr.en.gz": "ef4f4844037d4c5dea75c9a8ed5fd78905967a26f67c255e230cc9780032654d",
+    "train.de.gz": "726e39b2fa9eb9ffb6dc763fb35a179f80fae06ffc5d28b6ace5faa883de28a6",
+    "train.en.gz": "d79cfa999dd4c51d2cb42499b6796d5a882c3a8a961923c25a898c90f8bbd56f",
+    "val.de.gz": "f0cba2f995189cf5770f29a8a9a537a3ad3f51657ad873405082ff6863a5e75a",
+    "val.en.gz": "14f7d25ddd868909a9213e361768460edcacdd6ab9d1e77b92560dc10c10dc28",
+}
+
+
+class Multi30kError(RuntimeError):
+    """The files could not be found, downloaded or verified; the message says what to do."""
+
+
+def cache_dir() -> Path:
+    """The per-user cache folder for the downloaded files."""
+    if sys.platform == "win32":
+        base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
+    elif sys.platform == "darwin":
+        base = Path.home() / "Library" / "Caches"
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+    return base / "course_utils" / "multi30k"
+
+
+def _filenames(split: str) -> list[str]:
+    if split not in SPLITS:
+        raise ValueError(f"unknown Multi30k split {split!r}; expected one of: {', '.join(SPLITS)}")
+    return [f"{split}.{lang}.gz" for lang in LANGUAGES]
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _download(url: str, target: Path, expected: str, retries: int, timeout: float) -> None:
+    """Fetch ``url`` into ``target`` atomically, retrying; raise OSError on final failure."""
+    last: Exception | None = None
+    for attempt in range(1, retries + 1):
+        try:
+            with atomic_path(target) as tmp:
+                with urllib.request.urlopen(url, timeout=timeout) as response:
+                    with open(tmp, "wb") as out:
+                        while block := response.read(1 << 16):
+                            out.write(block)
+                got = _sha256(tmp)
+                if got != expected:
+                    raise OSError(f"checksum mismatch for {url}: got sha256 {got[:12]}..., "
+                                  f"expected {expected[:12]}... (truncated or corrupted download)")
+            return
+        except (OSError, urllib.error.URLError) as error:  # URLError is an OSError too
+            last = error
+            if attempt < retries:
+                time.sleep(min(2.0 ** (attempt - 1), 8.0) * 0.5)
+    raise OSError(f"{last}")
+
+
+def ensure_files(
+    split: str,
+    root: str | Path | None = None,
+    *,
+    base_url: str | None = None,
+    retries: int = 3,
+    timeout: float = 30.0,
+) -> list[Path]:
+    """Paths of the English and German files of ``split``, verified; downloads if needed.
+
+    ``root`` (or ``MULTI30K_DIR``) names a folder that already holds the files; otherwise the
+    cache folder is used and missing or corrupted files are downloaded from ``base_url``
+    (default: the dataset's canonical location; ``MULTI30K_URL`` overrides it).
+    """
+    names = _filenames(split)
+    given_by = "the root argument" if root is not None else "MULTI30K_DIR"
+    root = root if root is not None else os.environ.get("MULTI30K_DIR") or None
+    base_url = (base_url or os.environ.get("MULTI30K_URL") or BASE_URL).rstrip("/")
+
+    if root is not None:
+        folder = Path(root).expanduser()
+        problems = []
+        for name in names:
+            path = folder / name
+            if not path.is_file():
+                problems.append(f"{name} is missing")
+            elif _sha256(path) != SHA256[name]:
+                problems.append(f"{name} does not match its published SHA-256 sum "
+                                "(corrupted or truncated)")
+        if problems:
+            raise Multi30kError(
+                f"Multi30k files in {folder} (given by {given_by}): "
+                + "; ".join(problems)
+                + f". Put the original files there (from {base_url}/<file>), or unset "
+                "MULTI30K_DIR to let the course download them into its cache."
+            )
+        return [folder / name for name in names]
+
+    folder = cache_dir()
+    paths, failures = [], []
+    for name in names:
+        path = folder / name
+        if path.is_file() and _sha256(path) != SHA256[name]:
+            warnings.warn(f"{path} does not match its published SHA-256 sum (corrupted or "
+                          "truncated); downloading it again", stacklevel=2)
+            path.unlink()
+        if not path.is_file():
+            try:
+                _download(f"{base_url}/{name}", path, SHA256[name], retries, timeout)
+            except OSError as error:
+                failures.append(f"{name}: {error}")
+                continue
+        paths.append(path)
+    if failures:
+        raise Multi30kError(
+            f"could not get the Multi30k files for split {split!r}. Looked in {folder}; "
+            f"downloading from {base_url} failed: " + "; ".join(failures)
+            + ". With no network, copy the files into that folder, or set MULTI30K_DIR to a "
+            "folder that holds them (e.g. MULTI30K_DIR=/path/to/multi30k)."
+        )
+    return paths
+
+
+def load_split(split: str, root: str | Path | None = None, **kwargs) -> list[tuple[str, str]]:
+    """Aligned ``(english, german)`` sentence pairs of ``split``, as raw (untokenized) text."""
+    en_path, de_path = ensure_files(split, root, **kwargs)
+    english = _read_lines(en_path)
+    german = _read_lines(de_path)
+    if len(english) != len(german):
+        raise Multi30kError(f"{en_path.name} has {len(english)} lines but {de_path.name} has "
+                            f"{len(german)}: the files are not a matching pair")
+    return list(zip(english, german))
+
+
+def _read_lines(path: Path) -> list[str]:
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        return [line.rstrip("\n") for line in handle]

@@ -1,0 +1,99 @@
+"""E10.2 checks: full marks for the solution, zero for the untouched exercise, a named
+mistake for the usual errors."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import sacrebleu
+from helpers import ROOT, notebook_functions
+
+from course_utils.checks import NOT_IMPLEMENTED, get_exercise
+from course_utils.checks import e10_2 as checks
+
+SOLUTION = ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb"
+EXERCISE = ROOT / "exercises" / "E10.2-vanilla-vs-attention.ipynb"
+
+
+def test_solution_scores_full_marks_and_exercise_scores_zero():
+    assert all(r.passed for r in checks.EXERCISE.grade(notebook_functions(SOLUTION)))
+    for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
+        assert result.points == 0 and result.message == NOT_IMPLEMENTED
+    assert get_exercise("E10.2").max_points == 12
+
+
+def bucketed(bounds, average=False, empty_is_zero=False):
+    def bleu_by_bucket(hyps, refs, lengths):
+        out = {}
+        for name, (low, high) in zip(("< 10", "10-20", "> 20"), bounds):
+            chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
+            if not chosen:
+                out[name] = 0.0 if empty_is_zero else None
+            elif average:
+                out[name] = float(np.mean([sacrebleu.sentence_bleu(hyps[i], [refs[i]]).score
+                                           for i in chosen]))
+            else:
+                out[name] = sacrebleu.corpus_bleu([hyps[i] for i in chosen],
+                                                  [[refs[i] for i in chosen]]).score
+        return out
+    return bleu_by_bucket
+
+
+RIGHT = ((0, 9), (10, 20), (21, 999))
+
+
+@pytest.mark.parametrize(
+    "student, points, expected",
+    [
+        (bucketed(((0, 10), (11, 20), (21, 999))), 0, "exactly 10 tokens belongs to '10-20'"),
+        (bucketed(((0, 9), (10, 21), (22, 999))), 0, "exactly 21 tokens belongs to '> 20'"),
+        (bucketed(RIGHT, average=True), 0, "BLEU is a corpus statistic"),
+        (bucketed(RIGHT, empty_is_zero=True), 2, "an empty bucket must map to None"),
+        (lambda h, r, n: [1, 2, 3], 0, "must return a dict; got list"),
+        (lambda h, r, n: {"short": 1}, 0, "the keys must be"),
+    ],
+)
+def test_bucket_mistakes_are_named(student, points, expected):
+    result = checks.check_bleu_by_bucket(student)
+    assert result.points == points and expected in result.message
+
+
+def bars(legend=True, title="BLEU", n_models=None):
+    def plot(scores):
+        fig, ax = plt.subplots()
+        names = list(scores)[:n_models]
+        for k, name in enumerate(names):
+            ax.bar(np.arange(3) + 0.4 * k, list(scores[name].values()), 0.4, label=name)
+        ax.set_xticks(np.arange(3), ["< 10", "10-20", "> 20"])
+        ax.set(title=title, ylabel="BLEU")
+        if legend:
+            ax.legend()
+        return fig
+    return plot
+
+
+@pytest.mark.parametrize(
+    "student, expected",
+    [
+        (bars(legend=False), "needs a legend"),
+        (bars(title=""), "needs a title"),
+        (bars(n_models=1), "expected one bar per model and bucket (6 bars"),
+        (lambda scores: None, "must return the matplotlib Figure"),
+    ],
+)
+def test_plot_mistakes_are_named(student, expected):
+    result = checks.check_plot_bleu(student)
+    assert result.points == 0 and expected in result.message
+    assert checks.check_plot_bleu(bars()).passed
+
+
+def test_loss_curve_check_wants_both_curves_of_both_models():
+    def only_validation(histories):
+        fig, ax = plt.subplots()
+        for name, h in histories.items():
+            ax.plot(h.epoch, h.val_loss, label=name)
+        ax.set(title="loss", ylabel="loss", xlabel="epoch")
+        ax.legend()
+        return fig
+
+    result = checks.check_loss_curves(only_validation)
+    assert result.points == 0 and "expected 4 labelled lines" in result.message
