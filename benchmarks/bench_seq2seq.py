@@ -37,7 +37,7 @@ from course_utils.data import (  # noqa: E402
     make_reversal_pairs,
     reversal_vocab,
 )
-from course_utils.files import write_text_atomically  # noqa: E402
+from course_utils.files import update_section  # noqa: E402
 from course_utils.metrics import exact_match, greedy_decode_pairs  # noqa: E402
 from course_utils.models import ModelConfig, build_model  # noqa: E402
 from course_utils.reversal import REVERSAL  # noqa: E402
@@ -161,13 +161,13 @@ def describe_device(device: torch.device) -> str:
 def report(results: dict, command: str) -> str:
     device = results["device"]
     lines = [
-        "# Benchmarks",
+        "## Seq2seq training and decoding",
         "",
         f"Measured {dt.date.today().isoformat()} with `{command}` on {describe_device(device)}, "
         f"PyTorch {torch.__version__}, Python {platform.python_version()}.",
         "Each ratio compares two runs made one after the other in the same process.",
         "",
-        "## Training throughput (target tokens per second)",
+        "### Training throughput (target tokens per second)",
         "",
         "`course_utils` (keys once per batch, output layer once after the loop, length-bucketed",
         "batches) against the per-step reference of `benchmarks/reference_seq2seq.py` (keys and",
@@ -183,7 +183,7 @@ def report(results: dict, command: str) -> str:
     g = results["greedy"]
     lines += [
         "",
-        f"## Greedy decoding of {g['n']:,} sequences",
+        f"### Greedy decoding of {g['n']:,} sequences",
         "",
         "Batched decoding (`greedy_decode_pairs`, default batches of 256; each sequence stops",
         "at its own EOS and leaves the batch) against one sequence at a time (the reference",
@@ -198,7 +198,7 @@ def report(results: dict, command: str) -> str:
     t = results["to99"]
     lines += [
         "",
-        "## Reversal: time to 99% held-out exact match",
+        "### Reversal: time to 99% held-out exact match",
         "",
         "Notebook 3's configuration, trained until validation exact match reaches 99%",
         "(evaluation after every epoch included in the time).",
@@ -207,7 +207,7 @@ def report(results: dict, command: str) -> str:
         "|---|---|---|",
         f"| {t['seconds']:.1f} | {t['epochs']} | {t['exact']:.1%} |",
         "",
-        "## Against the targets",
+        "### Against the targets",
         "",
     ]
     if device.type == "cpu":
@@ -223,7 +223,7 @@ def report(results: dict, command: str) -> str:
         "products are real arithmetic that batching cannot remove, while one-at-a-time decoding",
         "is dominated by per-operation overhead.",
         "",
-        "## GPU",
+        "### GPU",
         "",
     ]
     if device.type == "cuda":
@@ -254,7 +254,7 @@ def main(argv=None) -> int:
     results = run(device, args.quick)
     text = report(results, command)
     print(text)
-    write_text_atomically(args.out, text)
+    update_section(args.out, "seq2seq", text, title="Benchmarks")
     print(f"wrote {args.out}")
     return 0
 

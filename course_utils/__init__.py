@@ -12,32 +12,41 @@ Small modules, one idea each:
 - :mod:`course_utils.config`: ``COURSE_QUICK`` scale and device choice
 - :mod:`course_utils.checks`: exercise checks students run and instructors grade with
 - :mod:`course_utils.exercises`: generate ``exercises/`` from ``solutions/``
+- :mod:`course_utils.grading`: ``course-grade``, grading a folder of submissions
+- :mod:`course_utils.multi30k`, :mod:`course_utils.text`, :mod:`course_utils.decoding`,
+  :mod:`course_utils.translation`: Multi30k data, tokenization, beam search, BLEU
 - :mod:`course_utils.files`: atomic writes (nothing half-written on failure)
 - :mod:`course_utils.kernel`: register the Jupyter kernel the notebooks use
 """
 
-from course_utils.attention import (
-    AttentionResult,
-    BahdanauAttention,
-    additive_attention,
-    entropy,
-    softmax,
-)
-from course_utils.config import get_device, quick_mode, runs_dir, scaled
-from course_utils.plotting import plot_attention, plot_weights
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AttentionResult",
-    "BahdanauAttention",
-    "additive_attention",
-    "entropy",
-    "get_device",
-    "plot_attention",
-    "plot_weights",
-    "quick_mode",
-    "runs_dir",
-    "scaled",
-    "softmax",
-]
+# Exports load on first use (PEP 562), so that light modules such as the grader's worker do
+# not pay for importing PyTorch and matplotlib.
+_EXPORTS = {
+    "AttentionResult": "course_utils.attention",
+    "BahdanauAttention": "course_utils.attention",
+    "additive_attention": "course_utils.attention",
+    "entropy": "course_utils.attention",
+    "softmax": "course_utils.attention",
+    "get_device": "course_utils.config",
+    "quick_mode": "course_utils.config",
+    "runs_dir": "course_utils.config",
+    "scaled": "course_utils.config",
+    "plot_attention": "course_utils.plotting",
+    "plot_weights": "course_utils.plotting",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'course_utils' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

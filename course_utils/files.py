@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "write_text_atomically"]
+__all__ = ["atomic_path", "update_section", "write_text_atomically"]
 
 
 @contextmanager
@@ -40,3 +40,22 @@ def write_text_atomically(path: str | Path, text: str) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically."""
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
+
+
+def update_section(path: str | Path, name: str, text: str, title: str = "") -> None:
+    """Replace the section ``name`` of a Markdown report (or append it), atomically.
+
+    Sections are delimited by ``<!-- begin NAME -->`` and ``<!-- end NAME -->``, so that several
+    scripts can each keep their own part of one file up to date.
+    """
+    path = Path(path)
+    begin, end = f"<!-- begin {name} -->", f"<!-- end {name} -->"
+    block = f"{begin}\n{text.strip()}\n{end}"
+    current = path.read_text(encoding="utf-8") if path.exists() else (
+        f"# {title}\n\n" if title else "")
+    if begin in current and end in current:
+        head, rest = current.split(begin, 1)
+        new = head + block + rest.split(end, 1)[1]
+    else:
+        new = current.rstrip("\n") + ("\n\n" if current.strip() else "") + block + "\n"
+    write_text_atomically(path, new)

@@ -1,0 +1,164 @@
+"""course-grade: no submission can crash the grader, hang it, or make it lose rows."""
+
+import csv
+import os
+
+import nbformat
+import pytest
+from helpers import ROOT
+from nbformat.v4 import new_code_cell
+
+from course_utils.grading import GradingLimits, grade_folder, main
+
+SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
+EXERCISE = ROOT / "exercises" / "E10.1-attention-by-hand.ipynb"
+LIMITS = GradingLimits(cell_seconds=6, total_seconds=90, memory_mb=3000)
+
+
+def with_cell(source, at=0):
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    notebook.cells.insert(at, new_code_cell(source))
+    return notebook
+
+
+def edited(replace_from, replace_to):
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    for cell in notebook.cells:
+        cell.source = cell.source.replace(replace_from, replace_to)
+    return notebook
+
+
+def deleted_and_reordered():
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    notebook.cells = [c for c in notebook.cells if "def compute_context" not in c.source][::-1]
+    return notebook
+
+
+SUBMISSIONS = {
+    "good": lambda: nbformat.read(SOLUTION, as_version=4),
+    "untouched": lambda: nbformat.read(EXERCISE, as_version=4),
+    "syntax_error": lambda: with_cell("def broken(:\n    pass"),
+    "raises_at_top": lambda: with_cell("raise RuntimeError('boom')"),
+    "loops_forever": lambda: with_cell("while True:\n    pass"),
+    "sys_exit": lambda: with_cell("import sys\nsys.exit(3)"),
+    "os_exit": lambda: with_cell("import os\nos._exit(1)"),
+    "memory_bomb": lambda: with_cell(
+        "chunks = []\nwhile True:\n    chunks.append(bytearray(1_000_000_000))"),
+    "prints_megabytes": lambda: with_cell("print('x' * 20_000_000)"),
+    "deleted_and_reordered": deleted_and_reordered,
+    "renamed": lambda: edited("def compute_energies(", "def my_energies("),
+    "wrong_types": lambda: edited("return np.tanh(query + keys) @ v ", "return 'abc' "),
+}
+
+# student -> (status, automatic points)
+EXPECTED = {
+    "good": ("graded", 8),
+    "untouched": ("graded", 0),
+    "syntax_error": ("graded", 8),
+    "raises_at_top": ("graded", 8),
+    "loops_forever": ("timeout", 8),
+    "sys_exit": ("graded", 8),
+    "os_exit": ("crashed", 0),
+    "prints_megabytes": ("graded", 8),
+    "deleted_and_reordered": ("graded", 6),
+    "renamed": ("graded", 5),
+    "wrong_types": ("graded", 5),
+    "not_json": ("not a notebook", 0),
+    "empty": ("not a notebook", 0),
+}
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("submissions")
+    for student, make in SUBMISSIONS.items():
+        nbformat.write(make(), folder / f"{student}.ipynb")
+    (folder / "not_json.ipynb").write_text("this is not a notebook {")
+    (folder / "empty.ipynb").write_text("")
+    out = tmp_path_factory.mktemp("grades")
+    results = grade_folder("E10.1", folder, out, jobs=2, limits=LIMITS, progress=False)
+    return folder, out, {r.student: r for r in results}
+
+
+def test_every_submission_gets_exactly_one_row(graded):
+    folder, out, results = graded
+    with open(out / "grades.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert sorted(r["student"] for r in rows) == sorted(p.stem for p in folder.iterdir())
+    assert set(rows[0]) >= {"energies", "softmax", "context", "most_attended", "why (manual)",
+                            "total", "max", "status"}
+    assert all(r["why (manual)"] == "" and r["max"] == "10" for r in rows)
+
+
+@pytest.mark.parametrize("student", sorted(EXPECTED))
+def test_status_and_points(graded, student):
+    _, _, results = graded
+    status, points = EXPECTED[student]
+    assert (results[student].status, results[student].total()) == (status, points), (
+        results[student].notes)
+
+
+def test_memory_bomb_is_stopped_by_the_memory_limit(graded):
+    result = graded[2]["memory_bomb"]
+    assert result.status == "memory", result.notes
+    assert any("memory" in note for note in result.notes)
+
+
+def test_messages_help_the_student(graded):
+    _, out, results = graded
+    assert "not implemented yet" in results["untouched"].messages["energies"]
+    assert "`compute_energies` is not defined" in results["renamed"].messages["energies"]
+    assert "must return numbers; got a str" in results["wrong_types"].messages["energies"]
+    assert any("SyntaxError" in n for n in results["syntax_error"].notes)
+    assert any("ran longer than 6 s" in n for n in results["loops_forever"].notes)
+    assert any("kernel died" in n for n in results["os_exit"].notes)
+    feedback = (out / "feedback" / "renamed.md").read_text()
+    assert "`compute_energies` is not defined" in feedback and "graded by your instructor" in feedback
+    assert (out / "feedback" / "renamed.html").read_text().startswith("<!doctype html>")
+    assert (out / "histogram.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_grading_again_reuses_unchanged_results_and_only_regrades(graded):
+    folder, out, results = graded
+    before = (out / "grades.csv").read_text()
+    again = {r.student: r for r in grade_folder("E10.1", folder, out, limits=LIMITS,
+                                                progress=False)}
+    assert (out / "grades.csv").read_text() == before  # idempotent
+    assert all(again[s].seconds == results[s].seconds for s in results)  # all reused
+    nbformat.write(nbformat.read(SOLUTION, as_version=4), folder / "untouched.ipynb")
+    third = {r.student: r for r in grade_folder("E10.1", folder, out, only=["good"],
+                                                limits=LIMITS, progress=False)}
+    assert third["good"].seconds != results["good"].seconds  # forced
+    assert third["untouched"].total() == 8  # changed, so regraded
+    assert third["renamed"].seconds == results["renamed"].seconds  # unchanged, reused
+
+
+def test_bad_arguments_are_clear_errors(tmp_path, capsys):
+    assert main(["E10.1", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+    assert "no submissions folder" in capsys.readouterr().err
+    (tmp_path / "subs").mkdir()
+    assert main(["E10.1", str(tmp_path / "subs"), "--out", str(tmp_path / "o"),
+                 "--only", "zed"]) == 2
+    assert "no submission: ['zed']" in capsys.readouterr().err
+    assert main(["E99", str(tmp_path / "subs")]) == 2
+    assert "unknown exercise 'E99'" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="E10.2 needs Multi30k")
+def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
+    for exercise in ("E10.1", "E10.2"):
+        folder = tmp_path / exercise
+        folder.mkdir()
+        name = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention"}[
+            exercise]
+        (folder / "solution.ipynb").write_bytes((ROOT / "solutions" / f"{name}.ipynb").read_bytes())
+        (folder / "exercise.ipynb").write_bytes((ROOT / "exercises" / f"{name}.ipynb").read_bytes())
+        results = {r.student: r for r in grade_folder(
+            exercise, folder, tmp_path / f"out-{exercise}", limits=GradingLimits(120, 600),
+            progress=False)}
+        assert results["solution"].status == "graded"
+        assert all(results["solution"].points[c] > 0 for c in results["solution"].points)
+        assert results["solution"].total() == sum(
+            results["solution"].points.values()) and results["solution"].total() > 0
+        assert results["exercise"].total() == 0
+        assert all("not implemented" in m for m in results["exercise"].messages.values())
