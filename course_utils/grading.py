@@ -114,7 +114,7 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float) -> di
             if name == "KeyboardInterrupt":
                 status = "timeout"
                 notes.append(f"{where} ran longer than {cell_seconds:g} s and was interrupted")
-            elif name == "MemoryError":
+            elif name.endswith("MemoryError"):  # MemoryError, NumPy's _ArrayMemoryError
                 status = "memory"
                 notes.append(f"{where} ran out of memory (MemoryError)")
             else:

@@ -43,7 +43,10 @@ SUBMISSIONS = {
     "sys_exit": lambda: with_cell("import sys\nsys.exit(3)"),
     "os_exit": lambda: with_cell("import os\nos._exit(1)"),
     "memory_bomb": lambda: with_cell(
-        "chunks = []\nwhile True:\n    chunks.append(bytearray(1_000_000_000))"),
+        # np.empty reserves memory without touching it: the limit is reached at once,
+        # however busy the machine is
+        "import numpy as np\nchunks = []\nwhile True:\n"
+        "    chunks.append(np.empty(1_000_000_000, dtype=np.uint8))"),
     "prints_megabytes": lambda: with_cell("print('x' * 20_000_000)"),
     "deleted_and_reordered": deleted_and_reordered,
     "renamed": lambda: edited("def compute_energies(", "def my_energies("),
