@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from course_utils.alignment import crossings, monotonicity, step_entropy, word_class
 from course_utils.config import get_device, runs_dir
 from course_utils.files import write_text_atomically
 from course_utils.metrics import LENGTH_BUCKETS
@@ -29,6 +30,7 @@ from course_utils.translation import (
     CPU,
     GPU,
     TEST_SPLITS,
+    Translator,
     evaluate_bleu,
     prepare_data,
 )
@@ -60,7 +62,6 @@ def main(argv=None) -> int:
                for name, c in checkpoints.items() for split in TEST_SPLITS}
     beam = evaluate_bleu(checkpoints["attention"].model, data, "test_2016_flickr",
                          beam_size=args.beam, device=device)
-    seconds = time.perf_counter() - start
 
     lines = [
         "# Results: Multi30k English→German",
@@ -153,12 +154,68 @@ def main(argv=None) -> int:
         lines.append(f"- GPU configuration, attention test_2016_flickr BLEU of at least 35: "
                      f"{greedy_2016:.1f} greedy, {beam.bleu.score:.1f} with beam search, "
                      f"{verdict}; training time {minutes:.1f} minutes (target: at most 10).")
-    lines += ["", f"Evaluation took {seconds:.0f} s.", ""]
+    lines += alignment_section(args.runs, data, device)
+    lines += ["", f"Evaluation took {time.perf_counter() - start:.0f} s.", ""]
     text = "\n".join(lines)
     print(text)
     write_text_atomically(args.out, text)
     print(f"wrote {args.out}")
     return 0
+
+
+def alignment_section(runs: Path, data, device) -> list[str]:
+    """Notebook 5's measurements: the attention read as an alignment, at every epoch."""
+    paths = {int(p.stem.removeprefix("attention-epoch")): p
+             for p in (runs / "epochs").glob("attention-epoch*.pt")
+             if p.stem.removeprefix("attention-epoch").isdigit()}
+    if not paths:
+        return ["", "## Attention as alignment", "",
+                f"No per-epoch checkpoints in {runs / 'epochs'}: re-run notebook 4."]
+    sources = [s for s, _ in data.raw["test_2016_flickr"]]
+    references = [r for _, r in data.raw["test_2016_flickr"]]
+    final = Translator.from_checkpoint(paths[max(paths)], device=device)
+    translations = final.translate(sources)
+    outputs = [t.word_attention for t in translations]
+    lines = [
+        "",
+        "## Attention as alignment (notebook 5, test_2016_flickr)",
+        "",
+        "The final attention model's own greedy translations. Monotonicity and crossings count",
+        "output steps whose largest weight is at least 0.5.",
+        "",
+        f"- Perfectly monotonic: {np.mean([monotonicity(w, 0.5) == 1 for w in outputs]):.1%} "
+        f"of sentences; mean monotonicity {np.mean([monotonicity(w, 0.5) for w in outputs]):.2f}.",
+        f"- At least one confident crossing (a reordering): "
+        f"{np.mean([len(crossings(w, 0.5)) > 0 for w in outputs]):.1%} of sentences.",
+        "",
+        "Entropy of each decoding step's attention, by the kind of German word written:",
+        "",
+        "| word class | steps | mean entropy (nats) | median |",
+        "|---|---|---|---|",
+    ]
+    by_class: dict[str, list[float]] = {"content": [], "function": [], "punctuation": []}
+    for t in translations:
+        for word, value in zip(t.output_tokens, step_entropy(t.word_attention)):
+            by_class[word_class(word)].append(float(value))
+    for name, values in by_class.items():
+        lines.append(f"| {name} | {len(values):,} | {np.mean(values):.2f} | "
+                     f"{np.median(values):.2f} |")
+    lines += [
+        "",
+        "The same test set read by the model after each epoch, teacher-forced on the references",
+        "(epoch 0 = before training; uniform attention has entropy / log T_x = 1):",
+        "",
+        "| epoch | entropy / log T_x | largest weight per step | monotonicity |",
+        "|---|---|---|---|",
+    ]
+    for epoch, path in sorted(paths.items()):
+        forced = Translator.from_checkpoint(path, device=device).force(sources, references)
+        mats = [f.word_attention for f in forced]
+        entropy = np.mean([step_entropy(w).mean() / np.log(max(2, w.shape[1])) for w in mats])
+        peak = np.mean([w.max(axis=1).mean() for w in mats])
+        mono = np.mean([monotonicity(w) for w in mats])
+        lines.append(f"| {epoch} | {entropy:.2f} | {peak:.2f} | {mono:.2f} |")
+    return lines
 
 
 if __name__ == "__main__":

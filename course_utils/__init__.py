@@ -8,7 +8,10 @@ Small modules, one idea each:
 - :mod:`course_utils.training`: the training loop, history, attention snapshots, checkpoints
 - :mod:`course_utils.metrics`: exact match, accuracy by length, alignment scores
 - :mod:`course_utils.reversal`: the settings of notebook 3's reversal task
-- :mod:`course_utils.plotting`: attention heatmaps and weight bar charts
+- :mod:`course_utils.plotting`: attention heatmaps (one or a grid) and weight bar charts
+- :mod:`course_utils.alignment`: reading attention as an alignment (monotonic, reordering,
+  many-to-one, entropy) and finding examples of each
+- :mod:`course_utils.explorer`: the interactive translation and attention explorer
 - :mod:`course_utils.config`: ``COURSE_QUICK`` scale and device choice
 - :mod:`course_utils.checks`: exercise checks students run and instructors grade with
 - :mod:`course_utils.exercises`: generate ``exercises/`` from ``solutions/``
@@ -36,6 +39,7 @@ _EXPORTS = {
     "runs_dir": "course_utils.config",
     "scaled": "course_utils.config",
     "plot_attention": "course_utils.plotting",
+    "plot_attention_grid": "course_utils.plotting",
     "plot_weights": "course_utils.plotting",
 }
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -135,6 +135,7 @@ def train(
     target_exact_match: float | None = None,
     progress: bool | None = None,
     description: str = "training",
+    on_epoch_end: Callable[[int, Seq2Seq, History], None] | None = None,
 ) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
@@ -144,6 +145,8 @@ def train(
             (epoch 0 = before training).
         target_exact_match: stop once validation exact match reaches this fraction.
         progress: show a progress bar; by default yes, except under ``COURSE_QUICK``.
+        on_epoch_end: called as ``on_epoch_end(epoch, model, history)`` after each epoch's
+            measurements are recorded, such as to save a checkpoint per epoch.
     """
     if epochs < 1:
         raise ValueError(f"epochs must be >= 1; got {epochs}")
@@ -200,6 +203,8 @@ def train(
                         val=f"{val_loss:.3f}", exact=f"{exact:.1%}")
         if epoch in snapshot_epochs and snapshot_pairs:
             history.snapshots[epoch] = _snapshot(model, snapshot_pairs, device, batch_size)
+        if on_epoch_end is not None:
+            on_epoch_end(epoch, model, history)
         if target_exact_match is not None and exact >= target_exact_match:
             break
     bar.close()

@@ -43,7 +43,7 @@ def test_heatmap_has_token_labels_and_returns_the_figure():
 def test_heatmap_rejects_labels_of_the_wrong_length():
     with pytest.raises(ValueError, match=r"source_tokens must have one label per column \(2\); got 3"):
         plot_attention(np.eye(2), ["a", "b", "c"])
-    with pytest.raises(ValueError, match=r"weights must be \(tgt_len, src_len\); got \(3,\)"):
+    with pytest.raises(ValueError, match=r"non-empty \(tgt_len, src_len\) matrix; got shape \(3,\)"):
         plot_attention(np.ones(3))
 
 

@@ -147,13 +147,13 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
     assert "unknown exercise 'E99'" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="E10.2 needs Multi30k")
+@pytest.mark.skipif(not os.environ.get("MULTI30K_DIR"), reason="E10.2-3 need Multi30k")
 def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
-    for exercise in ("E10.1", "E10.2"):
+    names = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention",
+             "E10.3": "E10.3-reading-attention-heatmaps"}
+    for exercise, name in names.items():
         folder = tmp_path / exercise
         folder.mkdir()
-        name = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention"}[
-            exercise]
         (folder / "solution.ipynb").write_bytes((ROOT / "solutions" / f"{name}.ipynb").read_bytes())
         (folder / "exercise.ipynb").write_bytes((ROOT / "exercises" / f"{name}.ipynb").read_bytes())
         results = {r.student: r for r in grade_folder(

@@ -83,6 +83,24 @@ def test_snapshots_hold_one_trimmed_matrix_per_example_at_the_chosen_epochs():
         np.testing.assert_allclose(matrix.sum(axis=1), 1.0, atol=1e-5)
 
 
+def test_on_epoch_end_sees_each_epoch_after_its_measurements(tmp_path):
+    seen, models = [], []
+
+    def record(epoch, model, history):
+        seen.append((epoch, len(history.epoch), history.val_loss[-1]))
+        models.append(model)
+        torch.save(model.state_dict(), tmp_path / f"epoch{epoch}.pt")
+
+    history, _ = tiny_run(epochs=2, on_epoch_end=record)
+    model = models[-1]
+    assert [(e, n) for e, n, _ in seen] == [(1, 1), (2, 2)]
+    assert [loss for *_, loss in seen] == history.val_loss
+    final = torch.load(tmp_path / "epoch2.pt")
+    assert all(torch.equal(final[k], v) for k, v in model.state_dict().items())
+    first = torch.load(tmp_path / "epoch1.pt")
+    assert not all(torch.equal(first[k], v) for k, v in model.state_dict().items())
+
+
 def test_training_stops_at_the_target_exact_match():
     history, _ = tiny_run(epochs=5, target_exact_match=0.0)
     assert history.epoch == [1]

@@ -153,7 +153,11 @@ class Exercise:
 
 
 # Exercise ids and the modules that define them; imported on first use.
-_MODULES = {"E10.1": "course_utils.checks.e10_1", "E10.2": "course_utils.checks.e10_2"}
+_MODULES = {
+    "E10.1": "course_utils.checks.e10_1",
+    "E10.2": "course_utils.checks.e10_2",
+    "E10.3": "course_utils.checks.e10_3",
+}
 
 
 def get_exercise(exercise_id: str) -> Exercise:
