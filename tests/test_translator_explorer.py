@@ -285,3 +285,25 @@ def test_missing_checkpoints_train_a_small_model_once(tmp_path, monkeypatch, cap
     assert translator.translate(["A dog runs."])[0].attention is not None
     again = attention_checkpoints(QUICK, directory=tmp_path / "nothing-here")
     assert again == paths and "Found it from an earlier run" in capsys.readouterr().out
+
+
+def test_the_results_report_measures_the_alignment_at_every_epoch(setup, tmp_path):
+    import sys
+    from types import SimpleNamespace
+
+    from helpers import ROOT
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from multi30k_results import alignment_section
+
+    data, model = setup
+    assert alignment_section(tmp_path, data, "cpu")[-1].startswith("No per-epoch checkpoints")
+    for epoch in (0, 1):
+        save_checkpoint(tmp_path / "epochs" / f"attention-epoch{epoch}.pt", model,
+                        data.src_vocab, data.tgt_vocab)
+    pairs = corpus()[:12]
+    lines = alignment_section(tmp_path, SimpleNamespace(raw={"test_2016_flickr": pairs}), "cpu")
+    text = "\n".join(lines)
+    assert "## Attention as alignment" in text and "| content |" in text
+    rows = [line for line in lines if line.startswith(("| 0 |", "| 1 |"))]
+    assert len(rows) == 2 and rows[0][5:] == rows[1][5:]  # same weights twice: same figures
