@@ -31,6 +31,7 @@ from course_utils.translation import (
     GPU,
     TEST_SPLITS,
     Translator,
+    epoch_checkpoints,
     evaluate_bleu,
     prepare_data,
 )
@@ -165,9 +166,7 @@ def main(argv=None) -> int:
 
 def alignment_section(runs: Path, data, device) -> list[str]:
     """Notebook 5's measurements: the attention read as an alignment, at every epoch."""
-    paths = {int(p.stem.removeprefix("attention-epoch")): p
-             for p in (runs / "epochs").glob("attention-epoch*.pt")
-             if p.stem.removeprefix("attention-epoch").isdigit()}
+    paths = epoch_checkpoints(runs)
     if not paths:
         return ["", "## Attention as alignment", "",
                 f"No per-epoch checkpoints in {runs / 'epochs'}: re-run notebook 4."]

@@ -31,6 +31,7 @@ __all__ = [
     "Translation",
     "Translator",
     "attention_checkpoints",
+    "epoch_checkpoints",
     "evaluate_bleu",
     "multi30k_config",
     "prepare_data",
@@ -83,9 +84,10 @@ def small_config(config: Multi30kConfig) -> Multi30kConfig:
                    max_train=min(config.max_train or 10_000, 10_000))
 
 
-def _epoch_paths(directory: Path) -> dict[int, Path]:
+def epoch_checkpoints(directory: str | Path) -> dict[int, Path]:
+    """``{epoch: path}`` of the per-epoch checkpoints saved in ``directory/epochs``."""
     paths = {}
-    for path in directory.glob("epochs/attention-epoch*.pt"):
+    for path in Path(directory).glob("epochs/attention-epoch*.pt"):
         suffix = path.stem.removeprefix("attention-epoch")
         if suffix.isdigit():
             paths[int(suffix)] = path
@@ -109,7 +111,7 @@ def attention_checkpoints(
     from course_utils.training import save_checkpoint, seed_everything, train
 
     directory = Path(directory) if directory is not None else runs_dir() / "multi30k"
-    paths = _epoch_paths(directory)
+    paths = epoch_checkpoints(directory)
     if paths and max(paths) == config.epochs and (directory / "attention.pt").exists():
         return paths
     small = small_config(config)
@@ -117,7 +119,7 @@ def attention_checkpoints(
     print(f"Notebook 4's attention checkpoints are not in {directory}: run notebook 4 to "
           f"use its full model. Meanwhile this uses a smaller attention model ({small.epochs} "
           f"epochs on {small.max_train:,} sentences), saved in {fallback}.")
-    paths = _epoch_paths(fallback)
+    paths = epoch_checkpoints(fallback)
     if paths and max(paths) == small.epochs:
         print("Found it from an earlier run.")
         return paths
@@ -135,7 +137,7 @@ def attention_checkpoints(
     train(model, data.pairs["train"], data.pairs["val"], epochs=small.epochs,
           batch_size=small.batch_size, lr=small.lr, device=device, bf16=small.bf16,
           description="small attention model", on_epoch_end=save_epoch)
-    return _epoch_paths(fallback)
+    return epoch_checkpoints(fallback)
 
 
 def prepare_data(config: Multi30kConfig, splits: Sequence[str] = ("train", "val", *TEST_SPLITS)):
