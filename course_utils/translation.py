@@ -16,14 +16,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from course_utils.config import scaled
+from course_utils.config import runs_dir, scaled
 from course_utils.data import BOS, EOS, PAD, Vocab, collate
 from course_utils.decoding import translate_ids
 from course_utils.metrics import BleuResult, bleu_by_length, corpus_bleu
-from course_utils.models import ModelConfig, Seq2Seq
+from course_utils.models import ModelConfig, Seq2Seq, build_model
 from course_utils.multi30k import load_split
 from course_utils.text import Tokenizer, TranslationData, build_translation_data
-from course_utils.training import load_checkpoint
+from course_utils.training import load_checkpoint, save_checkpoint, seed_everything, train
 
 __all__ = [
     "TEST_SPLITS",
@@ -106,10 +106,6 @@ def attention_checkpoints(
     says so and trains a smaller model (:func:`small_config`) once, saving its checkpoints
     in ``runs_dir()/"multi30k-small"``, so that notebook 5 and E10.3 can run on their own.
     """
-    from course_utils.config import runs_dir
-    from course_utils.models import build_model
-    from course_utils.training import save_checkpoint, seed_everything, train
-
     directory = Path(directory) if directory is not None else runs_dir() / "multi30k"
     paths = epoch_checkpoints(directory)
     if paths and max(paths) == config.epochs and (directory / "attention.pt").exists():
