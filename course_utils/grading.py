@@ -151,7 +151,10 @@ def _limit_memory(memory_mb: int):
         import resource
 
         limit = memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        # RLIMIT_DATA (heap and private memory, which is what a runaway student allocation
+        # takes) rather than RLIMIT_AS: the address space also counts every shared library
+        # mapped, and a CUDA build of PyTorch maps more than the limit before any work starts.
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
     return apply
 
