@@ -31,16 +31,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reference_seq2seq import reference_train_epoch, reference_translate  # noqa: E402
 
 from course_utils.config import get_device  # noqa: E402
-from course_utils.data import (  # noqa: E402
-    iterate_batches,
-    make_batches,
-    make_reversal_pairs,
-    reversal_vocab,
-)
+from course_utils.data import iterate_batches, make_batches  # noqa: E402
+from course_utils.decoding import greedy_decode_pairs  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
-from course_utils.metrics import exact_match, greedy_decode_pairs  # noqa: E402
+from course_utils.metrics import exact_match  # noqa: E402
 from course_utils.models import ModelConfig, build_model  # noqa: E402
-from course_utils.reversal import REVERSAL  # noqa: E402
+from course_utils.reversal import REVERSAL, make_reversal_pairs, reversal_vocab  # noqa: E402
 from course_utils.training import seed_everything, sequence_loss, train  # noqa: E402
 
 

@@ -22,32 +22,26 @@ import numpy as np
 import torch
 
 from course_utils.alignment import crossings, monotonicity, step_entropy, word_class
-from course_utils.config import get_device, runs_dir
+from course_utils.checkpoints import MULTI30K_RUN, RunFolder, load_checkpoint
+from course_utils.config import get_device
 from course_utils.files import write_text_atomically
 from course_utils.metrics import LENGTH_BUCKETS
-from course_utils.training import load_checkpoint
-from course_utils.translation import (
-    CPU,
-    GPU,
-    TEST_SPLITS,
-    Translator,
-    epoch_checkpoints,
-    evaluate_bleu,
-    prepare_data,
-)
+from course_utils.translation import CPU, GPU, TEST_SPLITS, Translator, evaluate_bleu, prepare_data
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=Path, default=runs_dir() / "multi30k")
+    parser.add_argument("--runs", type=Path, default=None,
+                        help="notebook 4's run folder (default: notebooks/runs/multi30k)")
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
     args = parser.parse_args(argv)
     device = get_device()
+    run = MULTI30K_RUN if args.runs is None else RunFolder(args.runs.name, args.runs.parent)
 
-    checkpoints = {name: load_checkpoint(args.runs / f"{name}.pt", device=device)
+    checkpoints = {name: load_checkpoint(run.checkpoint(name), device=device)
                    for name in ("attention", "vanilla")}
     config_name = checkpoints["attention"].extra.get("config", "unknown")
     config = {"cpu": CPU, "gpu": GPU}.get(config_name)
@@ -155,7 +149,7 @@ def main(argv=None) -> int:
         lines.append(f"- GPU configuration, attention test_2016_flickr BLEU of at least 35: "
                      f"{greedy_2016:.1f} greedy, {beam.bleu.score:.1f} with beam search, "
                      f"{verdict}; training time {minutes:.1f} minutes (target: at most 10).")
-    lines += alignment_section(args.runs, data, device)
+    lines += alignment_section(run, data, device)
     lines += ["", f"Evaluation took {time.perf_counter() - start:.0f} s.", ""]
     text = "\n".join(lines)
     print(text)
@@ -164,12 +158,12 @@ def main(argv=None) -> int:
     return 0
 
 
-def alignment_section(runs: Path, data, device) -> list[str]:
+def alignment_section(run: RunFolder, data, device) -> list[str]:
     """Notebook 5's measurements: the attention read as an alignment, at every epoch."""
-    paths = epoch_checkpoints(runs)
+    paths = run.epoch_checkpoints()
     if not paths:
         return ["", "## Attention as alignment", "",
-                f"No per-epoch checkpoints in {runs / 'epochs'}: re-run notebook 4."]
+                f"No per-epoch checkpoints in {run.path / 'epochs'}: re-run notebook 4."]
     sources = [s for s, _ in data.raw["test_2016_flickr"]]
     references = [r for _, r in data.raw["test_2016_flickr"]]
     final = Translator.from_checkpoint(paths[max(paths)], device=device)

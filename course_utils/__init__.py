@@ -4,10 +4,12 @@ Small modules, one idea each:
 
 - :mod:`course_utils.attention`: the NumPy reference and the PyTorch ``BahdanauAttention``
 - :mod:`course_utils.models`: GRU encoder, attention and vanilla decoders, greedy decoding
-- :mod:`course_utils.data`: vocabulary, reversal data, length-bucketed padded batches
-- :mod:`course_utils.training`: the training loop, history, attention snapshots, checkpoints
-- :mod:`course_utils.metrics`: exact match, accuracy by length, alignment scores
-- :mod:`course_utils.reversal`: the settings of notebook 3's reversal task
+- :mod:`course_utils.data`: vocabulary, length-bucketed padded batches
+- :mod:`course_utils.training`: the training loop, history, attention snapshots, run settings
+- :mod:`course_utils.checkpoints`: safe checkpoints, and the names of run folders and files
+- :mod:`course_utils.decoding`: greedy decoding of a dataset, beam search
+- :mod:`course_utils.metrics`: scores: exact match, accuracy by length, BLEU
+- :mod:`course_utils.reversal`: notebook 3's reversal task: data, alignment score, settings
 - :mod:`course_utils.plotting`: attention heatmaps (one or a grid) and weight bar charts
 - :mod:`course_utils.alignment`: reading attention as an alignment (monotonic, reordering,
   many-to-one, entropy) and finding examples of each
@@ -16,8 +18,10 @@ Small modules, one idea each:
 - :mod:`course_utils.checks`: exercise checks students run and instructors grade with
 - :mod:`course_utils.exercises`: generate ``exercises/`` from ``solutions/``
 - :mod:`course_utils.grading`: ``course-grade``, grading a folder of submissions
-- :mod:`course_utils.multi30k`, :mod:`course_utils.text`, :mod:`course_utils.decoding`,
-  :mod:`course_utils.translation`: Multi30k data, tokenization, beam search, BLEU
+- :mod:`course_utils.multi30k`, :mod:`course_utils.text`, :mod:`course_utils.translation`:
+  Multi30k data (and its committed sample), tokenization, translating, BLEU
+- :mod:`course_utils.tensors`: tensor to NumPy, and an eval-mode context that restores the mode
+- :mod:`course_utils.execute`: ``course-execute``, re-running notebooks for their committed outputs
 - :mod:`course_utils.files`: atomic writes (nothing half-written on failure)
 - :mod:`course_utils.kernel`: register the Jupyter kernel the notebooks use
 """

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from course_utils.attention import entropy
+from course_utils.tensors import to_numpy
 
 __all__ = [
     "GERMAN_FUNCTION_WORDS",
@@ -47,10 +48,8 @@ __all__ = [
 ]
 
 
-def _matrix(weights) -> np.ndarray:
-    if hasattr(weights, "detach"):
-        weights = weights.detach().float().cpu().numpy()
-    weights = np.asarray(weights, dtype=float)
+def _matrix(weights: object) -> np.ndarray:
+    weights = to_numpy(weights).astype(float)
     if weights.ndim != 2 or 0 in weights.shape:
         raise ValueError(f"weights must be a non-empty (tgt_len, src_len) matrix; "
                          f"got shape {weights.shape}")
@@ -213,9 +212,9 @@ def _candidates(matrix: np.ndarray, pattern: str, min_weight: float, threshold: 
             if max(sources) - min(sources) == len(sources) - 1:
                 yield float(np.sort(row[sources])[-2]), (step,), tuple(sources)
     elif pattern == "one-to-many":
-        for source, steps in one_to_many(matrix, min_weight).items():
-            if max(steps) - min(steps) == len(steps) - 1:  # consecutive output words
-                yield float(min(matrix[s, source] for s in steps)), tuple(steps), (source,)
+        for source, readers in one_to_many(matrix, min_weight).items():
+            if max(readers) - min(readers) == len(readers) - 1:  # consecutive output words
+                yield float(min(matrix[s, source] for s in readers)), tuple(readers), (source,)
 
 
 def find_examples(

@@ -219,6 +219,10 @@ class BahdanauAttention(nn.Module):
                 f"(batch, decoder_dim) = {(batch, self.decoder_dim)}",
                 tuple(decoder_state.shape),
             )
+        if mask is not None:
+            self.check_mask(mask, batch, src_len)
+            # padding contributes nothing, even if the encoder left NaN or inf there
+            encoder_outputs = self.zero_padding(encoder_outputs, mask)
         if keys is None:
             keys = self.W_h(encoder_outputs)  # (batch, src_len, attn_dim)
         elif keys.shape != (batch, src_len, self.attention_dim):
@@ -227,9 +231,6 @@ class BahdanauAttention(nn.Module):
                 f"(batch, src_len, attention_dim) = {(batch, src_len, self.attention_dim)}",
                 tuple(keys.shape),
             )
-
-        if mask is not None:
-            self.check_mask(mask, batch, src_len)
         return self.attend(decoder_state, encoder_outputs, keys, mask)
 
     @staticmethod
@@ -245,6 +246,15 @@ class BahdanauAttention(nn.Module):
             rows = empty.nonzero().flatten().tolist()
             raise ValueError(f"mask hides every source position in batch rows {rows}")
 
+    @staticmethod
+    def zero_padding(encoder_outputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """``encoder_outputs`` with the masked (padded) positions set to 0.
+
+        A weight of exactly 0 times a NaN or inf is still NaN, so padding must hold finite
+        values for the context to stay finite; a decoder calls this once per batch.
+        """
+        return encoder_outputs.masked_fill(~mask.unsqueeze(-1), 0.0)  # (batch, src_len, enc)
+
     def attend(
         self,
         decoder_state: torch.Tensor,
@@ -254,8 +264,9 @@ class BahdanauAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The computation of :meth:`forward` without its checks, for a decoder's inner loop.
 
-        The caller validates shapes and the mask once per batch (:meth:`check_mask`); checking
-        the mask at every step would make the GPU wait for the CPU at every step.
+        The caller validates shapes and the mask once per batch (:meth:`check_mask`) and zeroes
+        the padded encoder outputs (:meth:`zero_padding`); checking the mask at every step would
+        make the GPU wait for the CPU at every step.
         """
         energies = self.energies(decoder_state, keys)  # (batch, src_len)
         if mask is not None:

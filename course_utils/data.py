@@ -1,4 +1,4 @@
-"""Token data for the seq2seq notebooks: vocabularies, the reversal task, padded batches.
+"""Token data for the seq2seq notebooks: vocabularies and padded, length-bucketed batches.
 
 A *pair* is ``(source_ids, target_ids)``: two lists of token ids without BOS/EOS.
 :func:`make_batches` groups pairs of similar source length into padded :class:`Batch`es
@@ -19,8 +19,6 @@ __all__ = [
     "Vocab",
     "collate",
     "make_batches",
-    "make_reversal_pairs",
-    "reversal_vocab",
 ]
 
 Pair = tuple[list[int], list[int]]
@@ -82,33 +80,6 @@ class Vocab:
         if tuple(itos[: len(SPECIALS)]) != SPECIALS:
             raise ValueError(f"a saved vocabulary must start with {SPECIALS}; got {itos[:4]}")
         return cls(itos[len(SPECIALS) :])
-
-
-# ------------------------------------------------------------------------ reversal task
-
-
-def reversal_vocab(n_symbols: int = 26) -> Vocab:
-    """Symbols ``a, b, c, ...`` (then ``s26, s27, ...``) plus the special tokens."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    return Vocab([letters[i] if i < 26 else f"s{i}" for i in range(n_symbols)])
-
-
-def make_reversal_pairs(
-    n: int, min_len: int, max_len: int, vocab: Vocab, seed: int = 0
-) -> list[Pair]:
-    """``n`` random sequences of symbols (lengths uniform in ``[min_len, max_len]``) and
-    their reversals. Deterministic for a given seed."""
-    if not 1 <= min_len <= max_len:
-        raise ValueError(f"need 1 <= min_len <= max_len; got {min_len}, {max_len}")
-    symbols = list(range(len(SPECIALS), len(vocab)))
-    if not symbols:
-        raise ValueError("the vocabulary has no symbols besides the special tokens")
-    rng = random.Random(seed)
-    pairs = []
-    for _ in range(n):
-        source = [rng.choice(symbols) for _ in range(rng.randint(min_len, max_len))]
-        pairs.append((source, source[::-1]))
-    return pairs
 
 
 # ------------------------------------------------------------------------------ batches

@@ -1,9 +1,11 @@
-"""Beam search for the seq2seq models, keeping the attention of the chosen output.
+"""Decoding a trained seq2seq model: greedy over a whole dataset, and beam search.
 
-Greedy decoding (``Seq2Seq.greedy_decode``) keeps one hypothesis; beam search keeps the
+:func:`greedy_decode_pairs` decodes many sources in batches of similar length with
+``Seq2Seq.greedy_decode`` (one hypothesis per sentence). :func:`beam_search` keeps the
 ``beam_size`` best partial outputs at every step and returns the best finished one, its score
-divided by ``length ** length_penalty`` so that short outputs are not unfairly favoured.
-With ``beam_size=1`` it returns exactly what greedy decoding returns.
+divided by ``length ** length_penalty`` so that short outputs are not unfairly favoured; with
+``beam_size=1`` it returns exactly what greedy decoding returns. Both keep the attention of
+the chosen output. :func:`translate_ids` picks one of the two.
 """
 
 from __future__ import annotations
@@ -13,10 +15,51 @@ from dataclasses import dataclass
 
 import torch
 
-from course_utils.data import Vocab
+from course_utils.data import Pair, Vocab, collate
 from course_utils.models import Decoded, Seq2Seq
+from course_utils.tensors import eval_mode
 
-__all__ = ["BeamResult", "beam_search", "translate_ids"]
+__all__ = ["BeamResult", "beam_search", "greedy_decode_pairs", "translate_ids"]
+
+
+def _check_max_len(max_len: int | None) -> None:
+    if max_len is not None and int(max_len) < 1:
+        raise ValueError(f"max_len must be at least 1 (or None for the default); got {max_len}")
+
+
+def greedy_decode_pairs(
+    model: Seq2Seq,
+    pairs: Sequence[Pair],
+    device: torch.device | str = "cpu",
+    batch_size: int = 256,
+    max_len: int | None = None,
+) -> Decoded:
+    """Greedy outputs for every pair's source, in the order of ``pairs``.
+
+    Sources are decoded in batches of similar length (little padding); results are put back
+    in the original order. Targets are not read.
+    """
+    if not pairs:
+        raise ValueError("no pairs to decode")
+    _check_max_len(max_len)
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
+    tokens: list[list[int]] = [[] for _ in pairs]
+    lengths = [0] * len(pairs)
+    attention: list[torch.Tensor] | None = [] if model.uses_attention else None
+    by_position: dict[int, torch.Tensor] = {}
+    for start in range(0, len(order), batch_size):
+        chunk = order[start : start + batch_size]
+        batch = collate([pairs[i] for i in chunk])
+        decoded = model.greedy_decode(batch.src.to(device), batch.src_lengths, max_len)
+        batch_lengths = decoded.lengths.tolist()
+        for k, i in enumerate(chunk):
+            tokens[i] = decoded.tokens[k]
+            lengths[i] = batch_lengths[k]
+            if decoded.attention is not None:
+                by_position[i] = decoded.attention[k]
+    if attention is not None:
+        attention = [by_position[i] for i in range(len(pairs))]
+    return Decoded(tokens, torch.tensor(lengths), attention)
 
 
 @dataclass
@@ -42,9 +85,15 @@ def beam_search(
         raise ValueError(f"beam_size must be >= 1; got {beam_size}")
     if not source:
         raise ValueError("source must have at least one token")
-    was_training = model.training
-    model.eval()
-    max_len = max_len or 2 * len(source) + 10
+    _check_max_len(max_len)
+    with eval_mode(model):
+        return _beam_search(model, source, beam_size,
+                            2 * len(source) + 10 if max_len is None else int(max_len),
+                            length_penalty, torch.device(device))
+
+
+def _beam_search(model: Seq2Seq, source: Sequence[int], beam_size: int, max_len: int,
+                 length_penalty: float, device: torch.device) -> BeamResult:
     src = torch.tensor([list(source)], device=device)
     encoder_outputs, summary, mask = model.encode(src, torch.tensor([len(source)]))
     decoder = model.decoder
@@ -63,7 +112,9 @@ def beam_search(
         candidates = (scores[:, None] + log_probs).flatten()  # (beams * vocab,)
         top_scores, top = candidates.topk(min(2 * beam_size, candidates.numel()))
         vocab = log_probs.shape[1]
-        keep_rows, keep_tokens, keep_scores = [], [], []
+        keep_rows: list[int] = []
+        keep_tokens: list[int] = []
+        keep_scores: list[float] = []
         for rank, (score, index) in enumerate(zip(top_scores.tolist(), top.tolist())):
             row, token = divmod(index, vocab)
             if token == Vocab.eos_id:
@@ -86,12 +137,11 @@ def beam_search(
         scores = torch.tensor(keep_scores, device=device)
         state = state[rows]
         history = history[rows]
-        memory = decoder.select_rows(memory, torch.zeros_like(rows))  # one sentence, k beams
+        memory = memory.select(torch.zeros_like(rows))  # one sentence, one copy per beam
     if not finished:  # no hypothesis ended within max_len: take the best unfinished one
         output = tokens[0, 1:].tolist()
         attention = history[0] if model.uses_attention else None
         finished.append((0.0, BeamResult(output, attention, float(scores[0]))))
-    model.train(was_training)
     return max(finished, key=lambda item: item[0])[1]
 
 
@@ -104,12 +154,13 @@ def translate_ids(
     max_len: int | None = None,
 ) -> Decoded:
     """Outputs for many sources: batched greedy when ``beam_size == 1``, else beam search."""
-    from course_utils.metrics import greedy_decode_pairs
-
+    if beam_size < 1:
+        raise ValueError(f"beam_size must be >= 1; got {beam_size}")
     if beam_size == 1:
         return greedy_decode_pairs(model, [(list(s), []) for s in sources], device=device,
                                    batch_size=batch_size, max_len=max_len)
     results = [beam_search(model, s, beam_size, max_len, device=device) for s in sources]
-    attention = None if not model.uses_attention else [r.attention.cpu() for r in results]
+    attention = (None if not model.uses_attention
+                 else [r.attention.cpu() for r in results if r.attention is not None])
     lengths = torch.tensor([len(r.tokens) for r in results])
     return Decoded([r.tokens for r in results], lengths, attention)

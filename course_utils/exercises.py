@@ -12,7 +12,9 @@ code sits between two marker lines::
 In the student version each region becomes ``raise NotImplementedError`` (at the
 indentation of the ``BEGIN`` marker) in code cells, and a prompt for an answer in Markdown
 cells. Outputs and execution counts are cleared. Markers must come in ``BEGIN``/``END``
-pairs, unnested; anything else is refused with the cell and line.
+pairs, unnested, exactly as written above; anything else is refused with the cell and line,
+including near-misses (``###BEGIN SOLUTION``, ``### begin solution``, ``## BEGIN SOLUTION``)
+and markers in raw cells, so that a typo can never copy a solution into a student notebook.
 
 Command line (installed as ``course-exercises``)::
 
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import re
 import sys
 from pathlib import Path
 
@@ -45,6 +48,12 @@ END = "### END SOLUTION"
 CODE_STUB = "raise NotImplementedError  # your code here"
 ANSWER_STUB = "_Write your answer here._"
 NBFORMAT_VERSION = 4
+
+
+#: Anything that looks like a marker: a comment or heading of "begin/end solution" in any
+#: case or spacing. A line that matches this but is not exactly a marker is refused, so a
+#: typo (``###BEGIN SOLUTION``, ``## Begin solution``) can never leak a solution to students.
+NEAR_MARKER = re.compile(r"(#|^\s*)\s*(begin|end)[\s_-]*solutions?\b", re.IGNORECASE)
 
 
 class ExerciseFormatError(ValueError):
@@ -72,9 +81,19 @@ def _strip_source(source: str, stub: str, where: str) -> tuple[str, int]:
             if begin_line is None:
                 raise ExerciseFormatError(f"{where}, line {number}: {END!r} without {BEGIN!r}")
             begin_line = None
+        elif marker.startswith("#") and NEAR_MARKER.search(marker):
+            raise ExerciseFormatError(
+                f"{where}, line {number}: {marker!r} looks like a solution marker but is "
+                f"not one; write exactly {BEGIN!r} or {END!r} on a line of its own"
+            )
         elif BEGIN in line or END in line:
             raise ExerciseFormatError(
                 f"{where}, line {number}: a marker must stand alone on its line; got {line!r}"
+            )
+        elif NEAR_MARKER.search(line):
+            raise ExerciseFormatError(
+                f"{where}, line {number}: {marker!r} looks like a solution marker but is "
+                f"not one; write exactly {BEGIN!r} or {END!r} on a line of its own"
             )
         elif begin_line is None:
             out.append(line)
@@ -95,7 +114,14 @@ def strip_solutions(notebook: nbformat.NotebookNode, name: str = "notebook"):
             cell.execution_count = None
         elif cell.cell_type == "markdown":
             cell.source, regions = _strip_source(cell.source, ANSWER_STUB, where)
-        else:
+        else:  # raw cells are copied as they are: they must not hold a solution
+            for number, line in enumerate(cell.source.splitlines(), start=1):
+                if BEGIN in line or END in line or NEAR_MARKER.search(line):
+                    raise ExerciseFormatError(
+                        f"{where} ({cell.cell_type} cell), line {number}: solution markers work "
+                        "only in code and Markdown cells; this cell would be copied to "
+                        "students unchanged"
+                    )
             regions = 0
         for key in ("execution", "collapsed", "scrolled"):
             cell.metadata.pop(key, None)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import io
 import os
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -22,6 +23,9 @@ from matplotlib.figure import Figure
 
 from course_utils.config import quick_mode
 from course_utils.plotting import plot_attention, plot_weights
+
+if TYPE_CHECKING:
+    from course_utils.translation import Translation
 
 __all__ = ["AttentionExplorer", "describe_steps", "explore", "plot_decoding",
            "widgets_available"]
@@ -107,7 +111,7 @@ class AttentionExplorer:
             raise ValueError("the explorer needs an attention model; this translator's "
                              "model is a vanilla seq2seq model")
         self.translator = translator
-        self.translation = None
+        self.translation: Translation | None = None
         self.text = widgets.Text(value=sentence, description="English:",
                                  continuous_update=False,
                                  layout=widgets.Layout(width="70%"))
@@ -151,13 +155,14 @@ class AttentionExplorer:
             self.status.value = "<b>Type an English sentence and press Enter.</b>"
             return
         try:
-            self.translation = self.translator.translate([sentence],
-                                                         beam_size=self.search.value)[0]
+            translation = self.translator.translate([sentence], beam_size=self.search.value)[0]
         except ValueError as error:
             self.status.value = f"<b>Cannot translate:</b> {html.escape(str(error))}"
             return
-        rows = self.translation.attention.shape[0]
-        unknown = self.translation.unknown
+        self.translation = translation
+        assert translation.attention is not None  # an attention model (checked on creation)
+        rows = translation.attention.shape[0]
+        unknown = translation.unknown
         self.status.value = (
             "Not in the vocabulary (read as &lt;unk&gt;): " + html.escape(", ".join(unknown))
             if unknown else "")
@@ -172,6 +177,8 @@ class AttentionExplorer:
     def sentence_markup(self, step: int) -> str:
         """German output with word ``step`` marked; English words shaded by its weights."""
         translation = self.translation
+        if translation is None or translation.attention is None:
+            return ""
         row = translation.attention[step].numpy()
         source = " ".join(
             f'<span title="{w:.2f}" style="background: rgba(255, 140, 0, {w:.2f}); '
@@ -185,10 +192,12 @@ class AttentionExplorer:
                 f"<div><b>EN</b> {source}</div><div><b>DE</b> {target}</div></div>")
 
     def _show_step(self, step: int) -> None:
-        if self.translation is None or not 0 <= step < self.translation.attention.shape[0]:
+        translation = self.translation
+        if (translation is None or translation.attention is None
+                or not 0 <= step < translation.attention.shape[0]):
             return
         self.sentence_html.value = self.sentence_markup(step)
-        self.image.value = _figure_png(plot_decoding(self.translation, step))
+        self.image.value = _figure_png(plot_decoding(translation, step))
 
     def _repr_mimebundle_(self, **kwargs):
         bundle = self.widget._repr_mimebundle_(**kwargs)

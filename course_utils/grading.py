@@ -170,7 +170,7 @@ def _digest(path: Path, exercise_id: str) -> str:
     digest = hashlib.sha256(path.read_bytes())
     digest.update(exercise_id.encode())
     for module in modules:
-        digest.update(Path(sys.modules[module].__file__).read_bytes())
+        digest.update(Path(str(sys.modules[module].__file__)).read_bytes())
     return digest.hexdigest()
 
 

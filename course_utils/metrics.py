@@ -1,5 +1,8 @@
-"""Measuring seq2seq models: batched greedy decoding of a dataset, exact match, accuracy by
-length, and how well attention aligns with a known alignment."""
+"""Scoring seq2seq outputs: exact match, accuracy by length, corpus BLEU (overall and by
+source-length bucket).
+
+Only scores live here: decoding is in :mod:`course_utils.decoding`, and the reversal task's
+alignment score in :mod:`course_utils.reversal`."""
 
 from __future__ import annotations
 
@@ -8,57 +11,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 from sacrebleu.metrics import BLEU
 
-from course_utils.data import Pair, collate
-from course_utils.models import Decoded, Seq2Seq
+from course_utils.data import Pair
+from course_utils.models import Decoded
 
 __all__ = [
     "LENGTH_BUCKETS",
     "BleuResult",
     "accuracy_by_length",
     "bleu_by_length",
+    "bucket_of",
     "corpus_bleu",
-    "alignment_score",
     "correct",
     "exact_match",
-    "greedy_decode_pairs",
-    "reversal_alignment",
 ]
-
-
-def greedy_decode_pairs(
-    model: Seq2Seq,
-    pairs: Sequence[Pair],
-    device: torch.device | str = "cpu",
-    batch_size: int = 256,
-    max_len: int | None = None,
-) -> Decoded:
-    """Greedy outputs for every pair's source, in the order of ``pairs``.
-
-    Sources are decoded in batches of similar length (little padding); results are put back
-    in the original order.
-    """
-    if not pairs:
-        raise ValueError("no pairs to decode")
-    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i][0]))
-    tokens: list = [None] * len(pairs)
-    lengths = [0] * len(pairs)
-    attention: list | None = [None] * len(pairs)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        batch = collate([pairs[i] for i in chunk])
-        decoded = model.greedy_decode(batch.src.to(device), batch.src_lengths, max_len)
-        batch_lengths = decoded.lengths.tolist()
-        for k, i in enumerate(chunk):
-            tokens[i] = decoded.tokens[k]
-            lengths[i] = batch_lengths[k]
-            if decoded.attention is None:
-                attention = None
-            else:
-                attention[i] = decoded.attention[k]
-    return Decoded(tokens, torch.tensor(lengths), attention)
 
 
 def correct(decoded: Decoded, pairs: Sequence[Pair]) -> list[bool]:
@@ -82,35 +49,18 @@ def accuracy_by_length(decoded: Decoded, pairs: Sequence[Pair]) -> dict[int, flo
     return {n: float(np.mean(hits)) for n, hits in sorted(by_length.items())}
 
 
-def alignment_score(attention, expected_positions: Sequence[int]) -> float:
-    """Mean attention weight on the expected source position of each output step.
-
-    ``attention``: ``(out_len, src_len)``; ``expected_positions[i]`` is the source position
-    that output step ``i`` should read. 1.0 means all weight on the right place; a uniform
-    spread over ``n`` positions scores ``1 / n``. Steps beyond ``len(expected_positions)``
-    (such as the EOS step) are ignored.
-    """
-    weights = np.asarray(attention.cpu() if hasattr(attention, "cpu") else attention)
-    if weights.ndim != 2:
-        raise ValueError(f"attention must be (out_len, src_len); got {weights.shape}")
-    steps = min(len(expected_positions), weights.shape[0])
-    if steps == 0:
-        raise ValueError("no output step to score")
-    positions = np.asarray(expected_positions[:steps])
-    if positions.min() < 0 or positions.max() >= weights.shape[1]:
-        raise ValueError(f"expected positions must lie in [0, {weights.shape[1]})")
-    return float(weights[np.arange(steps), positions].mean())
-
-
-def reversal_alignment(src_len: int) -> list[int]:
-    """For reversal, output step i reads source position ``src_len - 1 - i``: the anti-diagonal."""
-    return list(range(src_len - 1, -1, -1))
-
-
 # ------------------------------------------------------------------------------------ BLEU
 
 #: Source-length buckets of the lesson, in tokens: (name, shortest, longest).
 LENGTH_BUCKETS = (("< 10", 0, 9), ("10-20", 10, 20), ("> 20", 21, 10**9))
+
+
+def bucket_of(length: int) -> str:
+    """The name of the :data:`LENGTH_BUCKETS` bucket a source of ``length`` tokens falls in."""
+    for name, shortest, longest in LENGTH_BUCKETS:
+        if shortest <= length <= longest:
+            return name
+    raise ValueError(f"length must be >= 0; got {length}")
 
 
 @dataclass(frozen=True)

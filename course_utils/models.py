@@ -16,7 +16,7 @@ tests prove equal to this one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 import torch
 from torch import nn
@@ -24,10 +24,12 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from course_utils.attention import BahdanauAttention
 from course_utils.data import Vocab
+from course_utils.tensors import eval_mode
 
 __all__ = [
     "AttentionDecoder",
     "Decoded",
+    "DecoderMemory",
     "Encoder",
     "ModelConfig",
     "Seq2Seq",
@@ -73,6 +75,28 @@ class Encoder(nn.Module):
         return encoder_outputs, summary
 
 
+@dataclass(frozen=True)
+class DecoderMemory:
+    """What a decoder computes once per batch, before its first step, and reads at every step.
+
+    - ``encoder_outputs``: ``(batch, src_len, encoder_dim)``, the ``h_j``, zeros at padding;
+    - ``summary``: ``(batch, encoder_dim)``, the final forward and backward states;
+    - ``mask``: bool ``(batch, src_len)``, True for real source tokens;
+    - ``keys``: ``(batch, src_len, attention_dim)``, ``W_h h_j`` (None without attention).
+    """
+
+    encoder_outputs: torch.Tensor
+    summary: torch.Tensor
+    mask: torch.Tensor
+    keys: torch.Tensor | None = None
+
+    def select(self, rows: torch.Tensor) -> DecoderMemory:
+        """The memory of the batch rows ``rows`` (a bool mask or indices), e.g. the sentences
+        still decoding, or one sentence repeated for each beam."""
+        return DecoderMemory(self.encoder_outputs[rows], self.summary[rows], self.mask[rows],
+                             None if self.keys is None else self.keys[rows])
+
+
 class _GRUDecoder(nn.Module):
     """What both decoders share: embedding, initial state, GRU cell, output layer.
 
@@ -93,22 +117,27 @@ class _GRUDecoder(nn.Module):
     def initial_state(self, summary: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.bridge(summary))  # (batch, hidden_dim)
 
-    def prepare(self, encoder_outputs, summary, mask):
-        """Per-batch work done once, before the first step; returns the step's ``memory``."""
-        raise NotImplementedError
+    def prepare(
+        self, encoder_outputs: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor
+    ) -> DecoderMemory:
+        """Per-batch work done once, before the first step: the steps' :class:`DecoderMemory`.
 
-    def context(self, state, memory) -> tuple[torch.Tensor, torch.Tensor | None]:
+        Padded positions of ``encoder_outputs`` are set to zero here, so that whatever the
+        encoder left there (even NaN or inf) contributes nothing to any context.
+        """
+        BahdanauAttention.check_mask(mask, *encoder_outputs.shape[:2])  # once, not every step
+        encoder_outputs = BahdanauAttention.zero_padding(encoder_outputs, mask)
+        return DecoderMemory(encoder_outputs, summary, mask)
+
+    def context(
+        self, state: torch.Tensor, memory: DecoderMemory
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """``(context (batch, encoder_dim), weights (batch, src_len) or None)`` for one step."""
         raise NotImplementedError
 
-    @staticmethod
-    def select_rows(memory, rows: torch.Tensor):
-        """``memory`` restricted to the batch rows ``rows`` (a bool mask or indices)."""
-        if isinstance(memory, torch.Tensor):
-            return memory[rows]
-        return tuple(part[rows] for part in memory)
-
-    def step(self, embedded: torch.Tensor, state: torch.Tensor, memory):
+    def step(
+        self, embedded: torch.Tensor, state: torch.Tensor, memory: DecoderMemory
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """One decoder step from ``s_{i-1}`` and embedded ``y_{i-1}`` (batch, embed_dim).
 
         Returns ``(s_i, c_i, weights)``.
@@ -117,7 +146,9 @@ class _GRUDecoder(nn.Module):
         state = self.cell(torch.cat([embedded, context], dim=-1), state)  # s_i
         return state, context, weights
 
-    def predict(self, states, contexts, embedded) -> torch.Tensor:
+    def predict(
+        self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor
+    ) -> torch.Tensor:
         """Logits from ``[s_i; c_i; y_{i-1}]``; works on one step or on all steps at once."""
         return self.out(self.dropout(torch.cat([states, contexts, embedded], dim=-1)))
 
@@ -141,10 +172,11 @@ class _GRUDecoder(nn.Module):
             state, context, step_weights = self.step(embedded[:, i], state, memory)
             states.append(state)
             contexts.append(context)
-            weights.append(step_weights)
+            if step_weights is not None:
+                weights.append(step_weights)
         # The output layer once, over all steps: (batch, tgt_len, vocab)
         logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), embedded)
-        attention = None if weights[0] is None else torch.stack(weights, 1)
+        attention = torch.stack(weights, 1) if weights else None
         return logits, attention
 
 
@@ -158,24 +190,27 @@ class AttentionDecoder(_GRUDecoder):
         super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim, dropout)
         self.attention = BahdanauAttention(encoder_dim, hidden_dim, attention_dim)
 
-    def prepare(self, encoder_outputs, summary, mask):
-        BahdanauAttention.check_mask(mask, *encoder_outputs.shape[:2])  # once, not every step
-        keys = self.attention.project_keys(encoder_outputs)  # (batch, src_len, attn_dim)
-        return encoder_outputs, keys, mask
+    def prepare(
+        self, encoder_outputs: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor
+    ) -> DecoderMemory:
+        memory = super().prepare(encoder_outputs, summary, mask)
+        keys = self.attention.project_keys(memory.encoder_outputs)  # (batch, src_len, attn_dim)
+        return replace(memory, keys=keys)
 
-    def context(self, state, memory):
-        encoder_outputs, keys, mask = memory
-        return self.attention.attend(state, encoder_outputs, keys, mask)
+    def context(
+        self, state: torch.Tensor, memory: DecoderMemory
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        assert memory.keys is not None, "prepare() computes the keys"
+        return self.attention.attend(state, memory.encoder_outputs, memory.keys, memory.mask)
 
 
 class VanillaDecoder(_GRUDecoder):
     """The fixed-context decoder: the encoder's final states are the context of every step."""
 
-    def prepare(self, encoder_outputs, summary, mask):
-        return summary  # (batch, encoder_dim)
-
-    def context(self, state, memory):
-        return memory, None
+    def context(
+        self, state: torch.Tensor, memory: DecoderMemory
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        return memory.summary, None  # (batch, encoder_dim), whatever the step
 
 
 @dataclass(frozen=True)
@@ -218,7 +253,10 @@ class Seq2Seq(nn.Module):
     def uses_attention(self) -> bool:
         return isinstance(self.decoder, AttentionDecoder)
 
-    def encode(self, src: torch.Tensor, src_lengths: torch.Tensor):
+    def encode(
+        self, src: torch.Tensor, src_lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(encoder_outputs, summary, mask)`` for a padded batch."""
         encoder_outputs, summary = self.encoder(src, src_lengths)
         mask = torch.arange(src.shape[1], device=src.device)[None, :] < src_lengths.to(
             src.device
@@ -238,18 +276,17 @@ class Seq2Seq(nn.Module):
     ) -> Decoded:
         """Decode a batch greedily; each sequence stops at its own EOS.
 
-        ``max_len`` defaults to twice the longest source plus 10 tokens.
+        ``max_len`` (at least 1) defaults to twice the longest source plus 10 tokens.
         """
-        was_training = self.training
-        self.eval()
-        try:
-            return self._greedy(src, src_lengths, max_len)
-        finally:
-            self.train(was_training)
+        if max_len is None:
+            max_len = 2 * int(src_lengths.max()) + 10
+        elif int(max_len) < 1:
+            raise ValueError(f"max_len must be at least 1 (or None for the default); got {max_len}")
+        with eval_mode(self):
+            return self._greedy(src, src_lengths, int(max_len))
 
-    def _greedy(self, src, src_lengths, max_len) -> Decoded:
+    def _greedy(self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int) -> Decoded:
         batch, src_len = src.shape
-        max_len = max_len or 2 * int(src_lengths.max()) + 10
         encoder_outputs, summary, mask = self.encode(src, src_lengths)
         decoder = self.decoder
         memory = decoder.prepare(encoder_outputs, summary, mask)
@@ -257,21 +294,23 @@ class Seq2Seq(nn.Module):
         token = torch.full((batch,), Vocab.bos_id, dtype=torch.long, device=src.device)
         active = torch.arange(batch, device=src.device)  # rows still decoding
         tokens = torch.full((batch, max_len), Vocab.eos_id, dtype=torch.long, device=src.device)
-        weights = torch.zeros(batch, max_len, src_len, device=src.device)
+        # attention weights per step, only for a model that has them
+        weights = (torch.zeros(batch, max_len, src_len, device=src.device)
+                   if self.uses_attention else None)
         lengths = torch.full((batch,), max_len, dtype=torch.long, device=src.device)
         for i in range(max_len):
             embedded = decoder.embedding(token)  # (active, embed_dim)
             state, context, step_weights = decoder.step(embedded, state, memory)
             token = decoder.predict(state, context, embedded).argmax(dim=-1)  # (active,)
             tokens[active, i] = token
-            if step_weights is not None:
+            if weights is not None and step_weights is not None:
                 weights[active, i] = step_weights.float()
             done = token == Vocab.eos_id
             if bool(done.any()):  # finished rows leave the batch: no work spent on them
                 lengths[active[done]] = i
                 keep = ~done
                 active, state, token = active[keep], state[keep], token[keep]
-                memory = decoder.select_rows(memory, keep)
+                memory = memory.select(keep)
                 if active.numel() == 0:
                     break
         lengths_list = lengths.tolist()
@@ -279,7 +318,7 @@ class Seq2Seq(nn.Module):
         rows = tokens.cpu().tolist()
         result = [row[:n] for row, n in zip(rows, lengths_list)]
         attention = None
-        if self.uses_attention:
+        if weights is not None:
             weights = weights.cpu()
             # keep the step that produced EOS: it shows where the model looked to stop
             attention = [
@@ -293,6 +332,7 @@ def build_model(config: ModelConfig) -> Seq2Seq:
     """A fresh model for ``config``: attention or vanilla, same sizes otherwise."""
     encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout)
     args = (config.tgt_vocab_size, config.embed_dim, config.hidden_dim, encoder.output_dim)
+    decoder: _GRUDecoder
     if config.attention:
         decoder = AttentionDecoder(*args, config.attention_dim, dropout=config.dropout)
     else:

@@ -9,27 +9,38 @@ Where the files are looked for, in order:
 
 1. the ``root`` argument, or else the ``MULTI30K_DIR`` environment variable: a folder that
    already holds the ``.gz`` files (nothing is downloaded into it);
-2. otherwise a per-user cache folder (``~/.cache/course_utils/multi30k`` on Linux), where
-   missing files are downloaded.
+2. otherwise a per-user cache folder (``MULTI30K_CACHE``, else
+   ``~/.cache/course_utils/multi30k`` on Linux), where missing files are downloaded.
 
 Every file is checked against the SHA-256 sum published with the dataset (shipped below).
-Downloads are retried, written to a temporary file and moved into place only once their
-checksum matches, so an interrupted or failed download leaves no file behind. A corrupted or
-truncated file in the cache is reported and downloaded again; one in a folder you provided is
-reported with what to do.
+Downloads show their progress in bytes, are retried, written to a temporary file and moved
+into place only once their checksum matches, so an interrupted or failed download leaves no
+file behind. A dead connection costs at most ``retries * timeout`` seconds (plus a few seconds
+of back-off) per file, and once a file could not be fetched the others are not tried. A
+corrupted or truncated file in the cache is reported and downloaded again; one in a folder
+you provided is reported with what to do.
+
+:func:`load_sample_split` reads the small sample committed with the tests
+(``tests/data/multi30k-sample``: the first 1,500 training pairs and 100 of every other
+split), which smoke-test runs (``COURSE_QUICK``) use instead of the full data.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
+import http.client
 import os
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
+
+from tqdm.auto import tqdm
 
 from course_utils.files import atomic_path
 
@@ -40,7 +51,10 @@ __all__ = [
     "Multi30kError",
     "cache_dir",
     "ensure_files",
+    "load_sample_split",
     "load_split",
+    "read_checksums",
+    "sample_dir",
 ]
 
 BASE_URL = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw"
@@ -76,7 +90,10 @@ class Multi30kError(RuntimeError):
 
 
 def cache_dir() -> Path:
-    """The per-user cache folder for the downloaded files."""
+    """The per-user cache folder for the downloaded files (``MULTI30K_CACHE`` overrides it)."""
+    configured = os.environ.get("MULTI30K_CACHE")
+    if configured:
+        return Path(configured).expanduser()
     if sys.platform == "win32":
         base = Path(os.environ.get("LOCALAPPDATA", Path.home() / "AppData" / "Local"))
     elif sys.platform == "darwin":
@@ -84,6 +101,25 @@ def cache_dir() -> Path:
     else:
         base = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
     return base / "course_utils" / "multi30k"
+
+
+def sample_dir() -> Path:
+    """The small sample committed with the course's tests (``tests/data/multi30k-sample``)."""
+    return Path(__file__).resolve().parents[1] / "tests" / "data" / "multi30k-sample"
+
+
+def read_checksums(path: str | Path) -> dict[str, str]:
+    """``{file name: sha256}`` from a ``SHA256SUMS`` file (``<hex>  <name>`` per line)."""
+    sums = {}
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2 or len(parts[0]) != 64:
+            raise Multi30kError(f"{path}, line {number}: expected '<sha256>  <file name>'; "
+                                f"got {line!r}")
+        sums[parts[1].lstrip("*")] = parts[0].lower()
+    return sums
 
 
 def _filenames(split: str) -> list[str]:
@@ -100,26 +136,76 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _download(url: str, target: Path, expected: str, retries: int, timeout: float) -> None:
-    """Fetch ``url`` into ``target`` atomically, retrying; raise OSError on final failure."""
+class _ChecksumMismatch(OSError):
+    """The bytes arrived, but they are not the published file."""
+
+
+def _download(url: str, target: Path, expected: str, retries: int, timeout: float,
+              progress: bool) -> None:
+    """Fetch ``url`` into ``target`` atomically, retrying; raise OSError on final failure.
+
+    ``timeout`` bounds each wait for data (connecting, or between two blocks), so a dead or
+    stalled server costs at most ``retries * timeout`` seconds plus the back-off.
+    """
     last: Exception | None = None
     for attempt in range(1, retries + 1):
         try:
             with atomic_path(target) as tmp:
                 with urllib.request.urlopen(url, timeout=timeout) as response:
-                    with open(tmp, "wb") as out:
+                    size = response.headers.get("Content-Length")
+                    with open(tmp, "wb") as out, tqdm(
+                        total=int(size) if size and size.isdigit() else None, unit="B",
+                        unit_scale=True, unit_divisor=1024, desc=target.name,
+                        disable=not progress, mininterval=0.5,
+                    ) as bar:
                         while block := response.read(1 << 16):
                             out.write(block)
+                            bar.update(len(block))
                 got = _sha256(tmp)
                 if got != expected:
-                    raise OSError(f"checksum mismatch for {url}: got sha256 {got[:12]}..., "
-                                  f"expected {expected[:12]}... (truncated or corrupted download)")
+                    raise _ChecksumMismatch(
+                        f"checksum mismatch for {url}: got sha256 {got[:12]}..., expected "
+                        f"{expected[:12]}... (truncated or corrupted download)")
             return
-        except (OSError, urllib.error.URLError) as error:  # URLError is an OSError too
+        except TimeoutError:
+            last = TimeoutError(f"no data from {url} for {timeout:g} s "
+                                f"({retries} tries)")
+        except http.client.IncompleteRead as error:  # a chunked response cut off mid-stream
+            last = OSError(f"the connection closed mid-file after {len(error.partial):,} "
+                           f"bytes ({retries} tries)")
+        except (OSError, http.client.HTTPException) as error:  # URLError is an OSError too
             last = error
-            if attempt < retries:
-                time.sleep(min(2.0 ** (attempt - 1), 8.0) * 0.5)
-    raise OSError(f"{last}")
+        if attempt < retries:
+            time.sleep(min(2.0 ** (attempt - 1), 8.0) * 0.5)
+    raise last if isinstance(last, OSError) else OSError(str(last))
+
+
+def _provided_folder(root: str | Path, given_by: str) -> Path:
+    folder = Path(root).expanduser()
+    if folder.exists() and not folder.is_dir():
+        raise Multi30kError(f"{given_by} names a file, not a folder: {folder}. Set it to the "
+                            "folder that holds the Multi30k .gz files.")
+    if not folder.exists():
+        raise Multi30kError(f"{given_by} names a folder that does not exist: {folder}. Set it "
+                            "to the folder that holds the Multi30k .gz files, or unset "
+                            "MULTI30K_DIR to let the course download them into its cache.")
+    return folder
+
+
+def _writable_cache(folder: Path) -> None:
+    """Raise Multi30kError unless files can be created in ``folder`` (made if missing)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise Multi30kError(
+            f"the Multi30k cache folder {folder} is read-only or cannot be created "
+            f"({reason}), so the files cannot be downloaded there. Set MULTI30K_CACHE to a "
+            "folder you can write to (e.g. MULTI30K_CACHE=$HOME/multi30k), or MULTI30K_DIR "
+            "to a folder that already holds the files."
+        ) from error
 
 
 def ensure_files(
@@ -128,27 +214,37 @@ def ensure_files(
     *,
     base_url: str | None = None,
     retries: int = 3,
-    timeout: float = 30.0,
+    timeout: float = 20.0,
+    checksums: Mapping[str, str] | None = None,
+    progress: bool = True,
 ) -> list[Path]:
     """Paths of the English and German files of ``split``, verified; downloads if needed.
 
     ``root`` (or ``MULTI30K_DIR``) names a folder that already holds the files; otherwise the
     cache folder is used and missing or corrupted files are downloaded from ``base_url``
-    (default: the dataset's canonical location; ``MULTI30K_URL`` overrides it).
+    (default: the dataset's canonical location; ``MULTI30K_URL`` overrides it). ``checksums``
+    replaces the published SHA-256 sums (for the sample). ``timeout`` is the longest wait
+    for data; a dead connection costs at most about ``retries * timeout`` seconds.
     """
     names = _filenames(split)
+    if retries < 1 or timeout <= 0:
+        raise ValueError(f"retries must be >= 1 and timeout > 0; got {retries} and {timeout}")
+    sums = dict(SHA256 if checksums is None else checksums)
+    unknown = [name for name in names if name not in sums]
+    if unknown:
+        raise Multi30kError(f"no SHA-256 sum known for {', '.join(unknown)}")
     given_by = "the root argument" if root is not None else "MULTI30K_DIR"
     root = root if root is not None else os.environ.get("MULTI30K_DIR") or None
     base_url = (base_url or os.environ.get("MULTI30K_URL") or BASE_URL).rstrip("/")
 
     if root is not None:
-        folder = Path(root).expanduser()
+        folder = _provided_folder(root, given_by)
         problems = []
         for name in names:
             path = folder / name
             if not path.is_file():
                 problems.append(f"{name} is missing")
-            elif _sha256(path) != SHA256[name]:
+            elif _sha256(path) != sums[name]:
                 problems.append(f"{name} does not match its published SHA-256 sum "
                                 "(corrupted or truncated)")
         if problems:
@@ -161,19 +257,29 @@ def ensure_files(
         return [folder / name for name in names]
 
     folder = cache_dir()
-    paths, failures = [], []
+    paths: list[Path] = []
+    failures: list[str] = []
     for name in names:
         path = folder / name
-        if path.is_file() and _sha256(path) != SHA256[name]:
+        if path.is_file() and _sha256(path) != sums[name]:
             warnings.warn(f"{path} does not match its published SHA-256 sum (corrupted or "
                           "truncated); downloading it again", stacklevel=2)
             path.unlink()
-        if not path.is_file():
-            try:
-                _download(f"{base_url}/{name}", path, SHA256[name], retries, timeout)
-            except OSError as error:
-                failures.append(f"{name}: {error}")
-                continue
+        if path.is_file():
+            paths.append(path)
+            continue
+        if failures:  # the server already failed us: do not make the student wait again
+            failures.append(f"{name}: not tried after the failure above")
+            continue
+        _writable_cache(folder)
+        if progress:
+            print(f"Downloading {name} from {base_url} into {folder} (gives up after "
+                  f"{retries} tries of {timeout:g} s without data)", file=sys.stderr)
+        try:
+            _download(f"{base_url}/{name}", path, sums[name], retries, timeout, progress)
+        except OSError as error:
+            failures.append(f"{name}: {error}")
+            continue
         paths.append(path)
     if failures:
         raise Multi30kError(
@@ -196,6 +302,20 @@ def load_split(split: str, root: str | Path | None = None, **kwargs) -> list[tup
     return list(zip(english, german))
 
 
+def load_sample_split(split: str) -> list[tuple[str, str]]:
+    """Pairs of ``split`` from the committed sample (verified against its ``SHA256SUMS``)."""
+    folder = sample_dir()
+    if not (folder / "SHA256SUMS").is_file():
+        raise Multi30kError(
+            f"the Multi30k sample is not at {folder} (it ships with the course's tests, in a "
+            "checkout of the course). Run without COURSE_QUICK to use the full data."
+        )
+    return load_split(split, root=folder, checksums=read_checksums(folder / "SHA256SUMS"))
+
+
 def _read_lines(path: Path) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        return [line.rstrip("\n") for line in handle]
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            return [line.rstrip("\n") for line in handle]
+    except (OSError, EOFError, UnicodeDecodeError) as error:
+        raise Multi30kError(f"{path} is not a readable gzipped UTF-8 text file: {error}") from error

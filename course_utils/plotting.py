@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from typing import cast
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,13 +16,13 @@ import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from course_utils.tensors import to_numpy
+
 __all__ = ["plot_attention", "plot_attention_grid", "plot_weights"]
 
 
-def _as_numpy(array) -> np.ndarray:
-    if hasattr(array, "detach"):  # a torch tensor
-        array = array.detach().float().cpu().numpy()
-    return np.asarray(array, dtype=float)
+def _as_numpy(array: object) -> np.ndarray:
+    return to_numpy(array).astype(float)  # a tensor on any device, or an array
 
 
 def _check_labels(name: str, labels: Sequence[str] | None, expected: int, axis: str) -> None:
@@ -84,7 +85,7 @@ def plot_attention(
         width = min(2.6 + cell * src_len, 18.0)
         height = min(1.8 + cell * tgt_len, 16.0)
         fig, ax = plt.subplots(figsize=(width, height), layout="constrained")
-    fig = ax.figure
+    fig = cast(Figure, ax.figure)
     sns.heatmap(
         weights,
         ax=ax,
@@ -205,7 +206,7 @@ def plot_weights(
 
     if ax is None:
         fig, ax = plt.subplots(figsize=(1.0 + 0.6 * len(values), 3.2), layout="constrained")
-    fig = ax.figure
+    fig = cast(Figure, ax.figure)
     colors = ["tab:blue"] * len(values)
     if highlight_max and len(values):
         colors[int(np.argmax(values))] = "tab:orange"

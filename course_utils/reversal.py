@@ -1,23 +1,101 @@
-"""The sequence-reversal task of notebook 3: its configurations, in one place.
+"""The sequence-reversal task of notebook 3: its data, its alignment score, its settings.
 
 Reversal has a known correct alignment, so it shows what attention learns: output step i
-must read source position ``n - 1 - i``, the anti-diagonal. Notebook 3 and the benchmarks
-use these settings; :func:`reversal_config` picks the one for the current scale.
+(counted from 0) must read source position ``n - 1 - i``, the anti-diagonal.
+:func:`make_reversal_pairs` makes the data, :func:`alignment_score` measures how much
+attention lies on the anti-diagonal, and :func:`reversal_config` picks the settings for the
+current scale (notebook 3 and the benchmarks use them).
 """
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from course_utils.config import scaled
-from course_utils.data import Vocab
-from course_utils.models import ModelConfig
+import numpy as np
 
-__all__ = ["BOTTLENECK", "REVERSAL", "ReversalConfig", "bottleneck_config", "reversal_config"]
+from course_utils.config import scaled
+from course_utils.data import SPECIALS, Pair, Vocab
+from course_utils.tensors import to_numpy
+from course_utils.training import RunConfig
+
+__all__ = [
+    "BOTTLENECK",
+    "REVERSAL",
+    "ReversalConfig",
+    "alignment_score",
+    "bottleneck_config",
+    "make_reversal_pairs",
+    "reversal_alignment",
+    "reversal_config",
+    "reversal_vocab",
+]
+
+
+# ----------------------------------------------------------------------------------- data
+
+
+def reversal_vocab(n_symbols: int = 26) -> Vocab:
+    """Symbols ``a, b, c, ...`` (then ``s26, s27, ...``) plus the special tokens."""
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    return Vocab([letters[i] if i < 26 else f"s{i}" for i in range(n_symbols)])
+
+
+def make_reversal_pairs(
+    n: int, min_len: int, max_len: int, vocab: Vocab, seed: int = 0
+) -> list[Pair]:
+    """``n`` random sequences of symbols (lengths uniform in ``[min_len, max_len]``) and
+    their reversals. Deterministic for a given seed."""
+    if not 1 <= min_len <= max_len:
+        raise ValueError(f"need 1 <= min_len <= max_len; got {min_len}, {max_len}")
+    symbols = list(range(len(SPECIALS), len(vocab)))
+    if not symbols:
+        raise ValueError("the vocabulary has no symbols besides the special tokens")
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n):
+        source = [rng.choice(symbols) for _ in range(rng.randint(min_len, max_len))]
+        pairs.append((source, source[::-1]))
+    return pairs
+
+
+# ------------------------------------------------------------------------ alignment score
+
+
+def reversal_alignment(src_len: int) -> list[int]:
+    """For reversal, output step i reads source position ``src_len - 1 - i``: the anti-diagonal."""
+    return list(range(src_len - 1, -1, -1))
+
+
+def alignment_score(attention: object, expected_positions: Sequence[int]) -> float:
+    """Mean attention weight on the expected source position of each output step.
+
+    ``attention``: ``(out_len, src_len)`` (array or tensor); ``expected_positions[i]`` is the
+    source position that output step ``i`` should read. 1.0 means all weight on the right
+    place; a uniform spread over ``n`` positions scores ``1 / n``. Steps beyond
+    ``len(expected_positions)`` (such as the EOS step) are ignored.
+    """
+    weights = to_numpy(attention)
+    if weights.ndim != 2:
+        raise ValueError(f"attention must be (out_len, src_len); got {weights.shape}")
+    steps = min(len(expected_positions), weights.shape[0])
+    if steps == 0:
+        raise ValueError("no output step to score")
+    positions = np.asarray(expected_positions[:steps])
+    if positions.min() < 0 or positions.max() >= weights.shape[1]:
+        raise ValueError(f"expected positions must lie in [0, {weights.shape[1]})")
+    return float(weights[np.arange(steps), positions].mean())
+
+
+# ------------------------------------------------------------------------------- settings
 
 
 @dataclass(frozen=True)
-class ReversalConfig:
+class ReversalConfig(RunConfig):
+    """Settings of the reversal task: the data (symbols, lengths, sizes) and the run."""
+
+    name: str = "cpu"
     n_symbols: int = 20  # distinct symbols a, b, c, ...
     min_len: int = 5
     max_len: int = 20
@@ -30,25 +108,17 @@ class ReversalConfig:
     lr: float = 3e-3
     epochs: int = 6
 
-    @property
-    def model_sizes(self) -> dict:
-        return dict(embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
-                    attention_dim=self.attention_dim)
-
-    def model_config(self, vocab: Vocab, attention: bool = True) -> ModelConfig:
-        return ModelConfig(len(vocab), len(vocab), attention=attention, **self.model_sizes)
-
 
 #: The CPU configuration: >= 99% held-out exact match in well under a minute on 2 cores.
 REVERSAL = ReversalConfig()
 
 #: Smoke-test scale (COURSE_QUICK): seconds.
-QUICK = replace(REVERSAL, max_len=10, n_train=600, n_val=100, embed_dim=16, hidden_dim=32,
-                attention_dim=32, epochs=2)
+QUICK = replace(REVERSAL, name="quick", max_len=10, n_train=600, n_val=100, embed_dim=16,
+                hidden_dim=32, attention_dim=32, epochs=2)
 
 #: On a GPU: more data and larger batches, same task.
-GPU = replace(REVERSAL, n_train=50_000, batch_size=256, hidden_dim=128, attention_dim=128,
-              epochs=8)
+GPU = replace(REVERSAL, name="gpu", n_train=50_000, batch_size=256, hidden_dim=128,
+              attention_dim=128, epochs=8)
 
 
 def reversal_config() -> ReversalConfig:
@@ -57,9 +127,11 @@ def reversal_config() -> ReversalConfig:
 
 
 #: The bottleneck experiment: attention and vanilla models, same budget, lengths up to 32.
-BOTTLENECK = replace(REVERSAL, min_len=2, max_len=32, n_train=16_000, n_val=2_000)
-BOTTLENECK_QUICK = replace(QUICK, min_len=2, max_len=12, epochs=1)
-BOTTLENECK_GPU = replace(GPU, min_len=2, max_len=40, n_val=2_000, n_train=60_000)
+BOTTLENECK = replace(REVERSAL, name="bottleneck", min_len=2, max_len=32, n_train=16_000,
+                     n_val=2_000)
+BOTTLENECK_QUICK = replace(QUICK, name="bottleneck-quick", min_len=2, max_len=12, epochs=1)
+BOTTLENECK_GPU = replace(GPU, name="bottleneck-gpu", min_len=2, max_len=40, n_val=2_000,
+                         n_train=60_000)
 
 
 def bottleneck_config() -> ReversalConfig:

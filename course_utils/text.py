@@ -6,8 +6,9 @@ detokenization undoes it, so that BLEU can be computed on plain text with sacreB
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sacremoses import MosesDetokenizer, MosesTokenizer
 
@@ -34,6 +35,18 @@ class Tokenizer:
     def detokenize(self, tokens: Sequence[str]) -> str:
         return self._detokenizer.detokenize(list(tokens))
 
+    def settings(self) -> dict[str, Any]:
+        """What rebuilds this tokenizer (saved in checkpoints): language and lowercasing."""
+        return {"lang": self.lang, "lowercase": self.lowercase}
+
+    @classmethod
+    def from_settings(cls, settings: Mapping[str, Any]) -> Tokenizer:
+        unknown = set(settings) - {"lang", "lowercase"}
+        if unknown or "lang" not in settings or "lowercase" not in settings:
+            raise ValueError(
+                f"tokenizer settings need 'lang' and 'lowercase'; got {dict(settings)}")
+        return cls(str(settings["lang"]), bool(settings["lowercase"]))
+
 
 @dataclass
 class TranslationData:
@@ -45,6 +58,10 @@ class TranslationData:
     raw: dict[str, list[tuple[str, str]]]  # split -> (source text, reference text)
     src_tokenizer: Tokenizer
     tgt_tokenizer: Tokenizer
+
+    def tokenizer_settings(self) -> dict[str, dict[str, Any]]:
+        """Both tokenizers' settings, as checkpoints store them."""
+        return {"source": self.src_tokenizer.settings(), "target": self.tgt_tokenizer.settings()}
 
 
 def build_translation_data(

@@ -1,11 +1,13 @@
-"""Training seq2seq models: seeding, the loss, the loop, history, snapshots, checkpoints.
+"""Training seq2seq models: seeding, the loss, the loop, its history and snapshots.
 
 :func:`train` is the loop every notebook uses. It trains on length-bucketed batches with
 Adam, a warm-up-then-cosine learning-rate schedule and gradient clipping; on CUDA it uses
 pinned memory, non-blocking copies and (optionally) bf16 autocast. After every epoch it
-records validation loss, token accuracy and exact-match accuracy in a :class:`History`,
-and at chosen epochs it keeps the attention of fixed examples, so notebooks can show
-attention emerging.
+records validation loss, token accuracy and (unless asked not to) greedy exact-match
+accuracy in a :class:`History`, and at chosen epochs it keeps the attention of fixed
+examples, so notebooks can show attention emerging. :class:`RunConfig` is the shape both
+tasks' settings share (model sizes and training budget). Checkpoints are in
+:mod:`course_utils.checkpoints`.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -25,20 +27,51 @@ from tqdm import tqdm
 
 from course_utils.config import quick_mode
 from course_utils.data import Batch, Pair, Vocab, iterate_batches, make_batches
-from course_utils.files import atomic_path
-from course_utils.metrics import exact_match, greedy_decode_pairs
-from course_utils.models import ModelConfig, Seq2Seq, build_model
+from course_utils.decoding import greedy_decode_pairs
+from course_utils.metrics import exact_match
+from course_utils.models import ModelConfig, Seq2Seq
+from course_utils.tensors import eval_mode, to_numpy
 
 __all__ = [
     "History",
-    "load_checkpoint",
-    "save_checkpoint",
+    "RunConfig",
+    "evaluate_loss",
     "seed_everything",
     "sequence_loss",
     "train",
 ]
 
-CHECKPOINT_FORMAT = 1
+
+@dataclass(frozen=True)
+class RunConfig:
+    """Model sizes and training budget: the settings every task's configuration shares
+    (:class:`course_utils.reversal.ReversalConfig`,
+    :class:`course_utils.translation.Multi30kConfig`), each adding its data settings."""
+
+    name: str = "cpu"
+    embed_dim: int = 64
+    hidden_dim: int = 128
+    attention_dim: int = 128
+    dropout: float = 0.0
+    batch_size: int = 64
+    lr: float = 3e-3
+    epochs: int = 5
+    bf16: bool = False
+
+    @property
+    def model_sizes(self) -> dict[str, int]:
+        return dict(embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
+                    attention_dim=self.attention_dim)
+
+    def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab,
+                     attention: bool = True) -> ModelConfig:
+        """The :class:`ModelConfig` of this run's attention (or vanilla) model."""
+        return ModelConfig(len(src_vocab), len(tgt_vocab), attention=attention,
+                           dropout=self.dropout, **self.model_sizes)
+
+    def train_options(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`train` that this configuration sets."""
+        return dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, bf16=self.bf16)
 
 
 def seed_everything(seed: int) -> None:
@@ -70,19 +103,21 @@ class History:
     seconds: list[float] = field(default_factory=list)  # wall time since training started
     snapshots: dict[int, list[np.ndarray]] = field(default_factory=dict)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["snapshots"] = {k: [m.tolist() for m in v] for k, v in self.snapshots.items()}
         return data
 
     @classmethod
-    def from_dict(cls, data: dict) -> History:
+    def from_dict(cls, data: dict[str, Any]) -> History:
         data = dict(data)
         snapshots = {int(k): [np.asarray(m) for m in v] for k, v in data.pop("snapshots").items()}
         return cls(**data, snapshots=snapshots)
 
 
-def _warmup_cosine(total_steps: int, warmup_fraction: float = 0.05, floor: float = 0.05):
+def _warmup_cosine(
+    total_steps: int, warmup_fraction: float = 0.05, floor: float = 0.05
+) -> Callable[[int], float]:
     warmup = max(1, int(total_steps * warmup_fraction))
 
     def factor(step: int) -> float:
@@ -95,27 +130,29 @@ def _warmup_cosine(total_steps: int, warmup_fraction: float = 0.05, floor: float
 
 
 @torch.no_grad()
-def evaluate_loss(model: Seq2Seq, batches: Sequence[Batch], device: torch.device):
+def evaluate_loss(
+    model: Seq2Seq, batches: Sequence[Batch], device: torch.device
+) -> tuple[float, float]:
     """Teacher-forced ``(loss, token accuracy)`` over real target tokens."""
-    was_training = model.training
-    model.eval()
     total_loss, correct, tokens = 0.0, 0, 0
-    for batch in iterate_batches(list(batches), device):
-        logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
-        real = batch.tgt_out != Vocab.pad_id
-        n = int(real.sum())
-        total_loss += float(sequence_loss(logits, batch.tgt_out)) * n
-        correct += int(((logits.argmax(-1) == batch.tgt_out) & real).sum())
-        tokens += n
-    model.train(was_training)
+    with eval_mode(model):
+        for batch in iterate_batches(list(batches), device):
+            logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+            real = batch.tgt_out != Vocab.pad_id
+            n = int(real.sum())
+            total_loss += float(sequence_loss(logits, batch.tgt_out)) * n
+            correct += int(((logits.argmax(-1) == batch.tgt_out) & real).sum())
+            tokens += n
     return total_loss / tokens, correct / tokens
 
 
-def _snapshot(model, pairs, device, batch_size) -> list[np.ndarray]:
+def _snapshot(
+    model: Seq2Seq, pairs: Sequence[Pair], device: torch.device, batch_size: int
+) -> list[np.ndarray]:
     decoded = greedy_decode_pairs(model, pairs, device=device, batch_size=batch_size)
     if decoded.attention is None:
         return []
-    return [a.numpy() for a in decoded.attention]
+    return [to_numpy(a) for a in decoded.attention]
 
 
 def train(
@@ -133,9 +170,10 @@ def train(
     snapshot_pairs: Sequence[Pair] = (),
     snapshot_epochs: Sequence[int] = (),
     target_exact_match: float | None = None,
+    measure_exact_match: bool = True,
     progress: bool | None = None,
     description: str = "training",
-    on_epoch_end: Callable[[int, Seq2Seq, History], None] | None = None,
+    on_epoch_end: Callable[[int, Seq2Seq, History], object] | None = None,
 ) -> History:
     """Train ``model`` in place and return its :class:`History`.
 
@@ -144,6 +182,10 @@ def train(
         snapshot_epochs: epochs after which to store the attention of ``snapshot_pairs``
             (epoch 0 = before training).
         target_exact_match: stop once validation exact match reaches this fraction.
+        measure_exact_match: greedy-decode the validation set after every epoch and record
+            the share of outputs that equal their target exactly. Meaningful for tasks with
+            one right answer (reversal), not for translation, where it costs a full decoding
+            of the validation set per epoch for a number near 0: pass False there.
         progress: show a progress bar; by default yes, except under ``COURSE_QUICK``.
         on_epoch_end: called as ``on_epoch_end(epoch, model, history)`` after each epoch's
             measurements are recorded, such as to save a checkpoint per epoch.
@@ -152,6 +194,8 @@ def train(
         raise ValueError(f"epochs must be >= 1; got {epochs}")
     if not train_pairs or not val_pairs:
         raise ValueError("need at least one training pair and one validation pair")
+    if target_exact_match is not None and not measure_exact_match:
+        raise ValueError("target_exact_match needs measure_exact_match=True")
     device = torch.device(device)
     model.to(device)
     seed_everything(seed)
@@ -176,7 +220,7 @@ def train(
     start = time.perf_counter()
     for epoch in range(1, epochs + 1):
         model.train()
-        running, seen = 0.0, 0
+        running, seen = torch.zeros((), device=device), 0  # summed on the device, read per epoch
         for batch in iterate_batches(make_batches(train_pairs, batch_size, seed=seed + epoch),
                                      device):
             with autocast:
@@ -191,82 +235,24 @@ def train(
             seen += len(batch)
             bar.update()
         val_loss, token_accuracy = evaluate_loss(model, val_batches, device)
-        exact = exact_match(greedy_decode_pairs(model, val_pairs, device=device,
-                                                batch_size=batch_size * 2), val_pairs)
         history.epoch.append(epoch)
         history.train_loss.append(float(running) / seen)
         history.val_loss.append(val_loss)
         history.val_token_accuracy.append(token_accuracy)
-        history.val_exact_match.append(exact)
+        shown = dict(epoch=epoch, train=f"{history.train_loss[-1]:.3f}", val=f"{val_loss:.3f}")
+        exact = None
+        if measure_exact_match:
+            exact = exact_match(greedy_decode_pairs(model, val_pairs, device=device,
+                                                    batch_size=batch_size * 2), val_pairs)
+            history.val_exact_match.append(exact)
+            shown["exact"] = f"{exact:.1%}"
         history.seconds.append(time.perf_counter() - start)
-        bar.set_postfix(epoch=epoch, train=f"{history.train_loss[-1]:.3f}",
-                        val=f"{val_loss:.3f}", exact=f"{exact:.1%}")
+        bar.set_postfix(shown)
         if epoch in snapshot_epochs and snapshot_pairs:
             history.snapshots[epoch] = _snapshot(model, snapshot_pairs, device, batch_size)
         if on_epoch_end is not None:
             on_epoch_end(epoch, model, history)
-        if target_exact_match is not None and exact >= target_exact_match:
+        if target_exact_match is not None and exact is not None and exact >= target_exact_match:
             break
     bar.close()
     return history
-
-
-# ----------------------------------------------------------------------------- checkpoints
-
-
-def save_checkpoint(
-    path: str | Path,
-    model: Seq2Seq,
-    src_vocab: Vocab,
-    tgt_vocab: Vocab,
-    history: History | None = None,
-    extra: dict | None = None,
-) -> Path:
-    """Save model weights, config, vocabularies and history together, atomically."""
-    if model.config is None:
-        raise ValueError("the model has no ModelConfig; build it with build_model(config)")
-    payload = {
-        "format": CHECKPOINT_FORMAT,
-        "config": model.config.to_dict(),
-        "state_dict": {k: v.detach().cpu() for k, v in model.state_dict().items()},
-        "src_vocab": src_vocab.to_dict(),
-        "tgt_vocab": tgt_vocab.to_dict(),
-        "history": history.to_dict() if history is not None else None,
-        "extra": extra or {},
-    }
-    with atomic_path(path) as tmp:
-        torch.save(payload, tmp)
-    return Path(path)
-
-
-@dataclass
-class Checkpoint:
-    model: Seq2Seq
-    src_vocab: Vocab
-    tgt_vocab: Vocab
-    history: History | None
-    extra: dict
-
-
-def load_checkpoint(path: str | Path, device: torch.device | str = "cpu") -> Checkpoint:
-    """Rebuild the model saved by :func:`save_checkpoint` (in eval mode, on ``device``)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no checkpoint at {path}")
-    payload = torch.load(path, map_location="cpu", weights_only=False)
-    if not isinstance(payload, dict) or payload.get("format") != CHECKPOINT_FORMAT:
-        raise ValueError(
-            f"{path} is not a course checkpoint (format {CHECKPOINT_FORMAT}); "
-            "save one with course_utils.training.save_checkpoint"
-        )
-    model = build_model(ModelConfig(**payload["config"]))
-    model.load_state_dict(payload["state_dict"])
-    model.to(device).eval()
-    history = payload["history"]
-    return Checkpoint(
-        model=model,
-        src_vocab=Vocab.from_dict(payload["src_vocab"]),
-        tgt_vocab=Vocab.from_dict(payload["tgt_vocab"]),
-        history=History.from_dict(history) if history is not None else None,
-        extra=payload["extra"],
-    )

@@ -1,10 +1,13 @@
 """Multi30k English-German translation: settings, data, translating and scoring.
 
-Notebooks 4 and 5 and exercise E10.2 share these: :func:`multi30k_config` picks the
-settings for the current scale, :func:`prepare_data` loads and tokenizes the splits,
-:class:`Translator` (from a checkpoint, or :func:`translate` with the data) turns raw English
-sentences into German text plus the attention that produced it, and
+Notebooks 4 and 5 and exercises E10.2 and E10.3 share these: :func:`multi30k_config` picks
+the settings for the current scale, :func:`load_pairs` and :func:`prepare_data` load (and
+tokenize) the splits, :class:`Translator` (from a checkpoint, or :func:`translate` with the
+data) turns raw English sentences into German text plus the attention that produced it, and
 :func:`evaluate_bleu` scores a model on a test split with sacreBLEU.
+
+Under ``COURSE_QUICK`` the data come from the small sample committed with the tests, so smoke
+tests need no download; the real configurations read the full data.
 """
 
 from __future__ import annotations
@@ -16,23 +19,33 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from course_utils.config import runs_dir, scaled
+from course_utils.checkpoints import (
+    MULTI30K_RUN,
+    MULTI30K_SMALL_RUN,
+    EpochSaver,
+    RunFolder,
+    display_path,
+    load_checkpoint,
+    save_checkpoint,
+)
+from course_utils.config import scaled
 from course_utils.data import BOS, EOS, PAD, Vocab, collate
 from course_utils.decoding import translate_ids
 from course_utils.metrics import BleuResult, bleu_by_length, corpus_bleu
-from course_utils.models import ModelConfig, Seq2Seq, build_model
-from course_utils.multi30k import load_split
+from course_utils.models import Seq2Seq, build_model
+from course_utils.multi30k import load_sample_split, load_split
+from course_utils.tensors import eval_mode
 from course_utils.text import Tokenizer, TranslationData, build_translation_data
-from course_utils.training import load_checkpoint, save_checkpoint, seed_everything, train
+from course_utils.training import RunConfig, seed_everything, train
 
 __all__ = [
     "TEST_SPLITS",
     "Multi30kConfig",
     "Translation",
     "Translator",
-    "attention_checkpoints",
-    "epoch_checkpoints",
     "evaluate_bleu",
+    "find_or_train_attention_checkpoints",
+    "load_pairs",
     "multi30k_config",
     "prepare_data",
     "small_config",
@@ -43,34 +56,36 @@ TEST_SPLITS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
 
 
 @dataclass(frozen=True)
-class Multi30kConfig:
-    name: str
+class Multi30kConfig(RunConfig):
+    """Settings of the translation task: the data (vocabulary, case, how much) and the run."""
+
+    name: str = "cpu"
     embed_dim: int = 128
     hidden_dim: int = 192
     attention_dim: int = 192
     dropout: float = 0.2
-    min_freq: int = 2
-    lowercase: bool = True
     batch_size: int = 64
     lr: float = 2e-3
     epochs: int = 5
-    bf16: bool = False
-    max_train: int | None = None  # use only the first N training pairs (smoke tests)
+    min_freq: int = 2
+    lowercase: bool = True
+    max_train: int | None = None  # use only the first N training pairs
     max_eval: int | None = None  # and the first N of each evaluation split
+    sample: bool = False  # read the committed sample (tests/data) instead of the full data
 
-    def model_config(self, data: TranslationData, attention: bool) -> ModelConfig:
-        return ModelConfig(len(data.src_vocab), len(data.tgt_vocab), self.embed_dim,
-                           self.hidden_dim, self.attention_dim, attention, self.dropout)
+    def train_options(self) -> dict:
+        # greedy exact match means nothing for translation and costs a decoding per epoch
+        return {**super().train_options(), "measure_exact_match": False}
 
 
-#: Both models in at most 30 minutes on a 2-core CPU.
+#: Both models in about 30 minutes on a 2-core CPU.
 CPU = Multi30kConfig("cpu")
 #: One H100-class GPU.
 GPU = replace(CPU, name="gpu", embed_dim=256, hidden_dim=512, attention_dim=512, dropout=0.3,
               batch_size=128, lr=1.5e-3, epochs=12, bf16=True)
-#: Seconds, for CI.
+#: Seconds, for CI: the committed sample (1,500 training pairs, 100 of each other split).
 QUICK = replace(CPU, name="quick", embed_dim=32, hidden_dim=48, attention_dim=48, epochs=1,
-                max_train=1500, max_eval=100)
+                max_train=1500, max_eval=100, sample=True)
 
 
 def multi30k_config() -> Multi30kConfig:
@@ -84,66 +99,64 @@ def small_config(config: Multi30kConfig) -> Multi30kConfig:
                    max_train=min(config.max_train or 10_000, 10_000))
 
 
-def epoch_checkpoints(directory: str | Path) -> dict[int, Path]:
-    """``{epoch: path}`` of the per-epoch checkpoints saved in ``directory/epochs``."""
-    paths = {}
-    for path in Path(directory).glob("epochs/attention-epoch*.pt"):
-        suffix = path.stem.removeprefix("attention-epoch")
-        if suffix.isdigit():
-            paths[int(suffix)] = path
-    return dict(sorted(paths.items()))
+def load_pairs(config: Multi30kConfig, split: str) -> list[tuple[str, str]]:
+    """Raw ``(english, german)`` pairs of ``split`` as ``config`` reads them: from the sample
+    or the full data, cut to ``max_train`` / ``max_eval``."""
+    pairs = load_sample_split(split) if config.sample else load_split(split)
+    limit = config.max_train if split == "train" else config.max_eval
+    return pairs[:limit] if limit is not None else pairs
 
 
-def attention_checkpoints(
-    config: Multi30kConfig,
-    device: torch.device | str = "cpu",
-    directory: str | Path | None = None,
+def prepare_data(
+    config: Multi30kConfig, splits: Sequence[str] = ("train", "val", *TEST_SPLITS)
+) -> TranslationData:
+    """Load, tokenize and encode the splits; vocabularies come from the training split."""
+    raw = {split: load_pairs(config, split) for split in splits}
+    return build_translation_data(raw, min_freq=config.min_freq, lowercase=config.lowercase)
+
+
+def _complete(run: RunFolder, epochs: int) -> dict[int, Path] | None:
+    paths = run.epoch_checkpoints()
+    if paths and max(paths) == epochs and run.checkpoint("attention").exists():
+        return paths
+    return None
+
+
+def find_or_train_attention_checkpoints(
+    config: Multi30kConfig, device: torch.device | str = "cpu"
 ) -> dict[int, Path]:
     """Notebook 4's attention model after each epoch: ``{epoch: path}`` (0 = untrained; the
     last one is the final model).
 
-    If notebook 4 has not saved them (in ``directory``, default ``runs_dir()/"multi30k"``),
-    says so and trains a smaller model (:func:`small_config`) once, saving its checkpoints
-    in ``runs_dir()/"multi30k-small"``, so that notebook 5 and E10.3 can run on their own.
+    If notebook 4 has not saved them, says so and **trains** a smaller model
+    (:func:`small_config`, a few minutes on a CPU) once, in its own run folder, so that
+    notebook 5 and E10.3 can run on their own; later calls find it.
     """
-    directory = Path(directory) if directory is not None else runs_dir() / "multi30k"
-    paths = epoch_checkpoints(directory)
-    if paths and max(paths) == config.epochs and (directory / "attention.pt").exists():
+    paths = _complete(MULTI30K_RUN, config.epochs)
+    if paths is not None:
         return paths
     small = small_config(config)
-    fallback = runs_dir() / "multi30k-small"
-    print(f"Notebook 4's attention checkpoints are not in {directory}: run notebook 4 to "
-          f"use its full model. Meanwhile this uses a smaller attention model ({small.epochs} "
-          f"epochs on {small.max_train:,} sentences), saved in {fallback}.")
-    paths = epoch_checkpoints(fallback)
-    if paths and max(paths) == small.epochs:
+    print(f"Notebook 4's attention checkpoints are not in {display_path(MULTI30K_RUN.path)}: "
+          f"run notebook 4 to use its full model. Meanwhile this uses a smaller attention "
+          f"model ({small.epochs} epochs on {small.max_train:,} sentences), saved in "
+          f"{display_path(MULTI30K_SMALL_RUN.path)}.")
+    paths = _complete(MULTI30K_SMALL_RUN, small.epochs)
+    if paths is not None:
         print("Found it from an earlier run.")
         return paths
     print("Training it now (a few minutes on a CPU) ...")
     data = prepare_data(small, splits=("train", "val"))
     seed_everything(0)
-    model = build_model(small.model_config(data, attention=True))
-
-    def save_epoch(epoch, model, history):
-        save_checkpoint(fallback / "epochs" / f"attention-epoch{epoch}.pt", model,
-                        data.src_vocab, data.tgt_vocab, history,
-                        extra={"config": small.name, "lowercase": small.lowercase})
-
+    model = build_model(small.model_config(data.src_vocab, data.tgt_vocab, attention=True))
+    save_epoch = EpochSaver(MULTI30K_SMALL_RUN, data.src_vocab, data.tgt_vocab,
+                            tokenizers=data.tokenizer_settings(), extra={"config": small.name})
     save_epoch(0, model, None)
-    train(model, data.pairs["train"], data.pairs["val"], epochs=small.epochs,
-          batch_size=small.batch_size, lr=small.lr, device=device, bf16=small.bf16,
-          description="small attention model", on_epoch_end=save_epoch)
-    return epoch_checkpoints(fallback)
-
-
-def prepare_data(config: Multi30kConfig, splits: Sequence[str] = ("train", "val", *TEST_SPLITS)):
-    """Load, tokenize and encode the splits; vocabularies come from the training split."""
-    raw = {split: load_split(split) for split in splits}
-    if config.max_train is not None:
-        raw["train"] = raw["train"][: config.max_train]
-    if config.max_eval is not None:
-        raw = {s: (p if s == "train" else p[: config.max_eval]) for s, p in raw.items()}
-    return build_translation_data(raw, min_freq=config.min_freq, lowercase=config.lowercase)
+    history = train(model, data.pairs["train"], data.pairs["val"], **small.train_options(),
+                    device=device, description="small attention model", on_epoch_end=save_epoch)
+    save_checkpoint(MULTI30K_SMALL_RUN.checkpoint("attention"), model, data.src_vocab,
+                    data.tgt_vocab, history, tokenizers=data.tokenizer_settings(),
+                    extra={"config": small.name})
+    return MULTI30K_SMALL_RUN.epoch_checkpoints()
 
 
 @dataclass
@@ -178,14 +191,14 @@ class Translation:
         return self.attention[: len(self.output_tokens)].numpy()
 
 
-def _check_sentences(sentences, name: str = "sentences") -> list[str]:
+def _check_sentences(sentences: Sequence[str], name: str = "sentences") -> list[str]:
     if isinstance(sentences, str):
         raise TypeError(f"{name} must be a list of strings; got one string (wrap it in [...])")
-    sentences = list(sentences)
-    bad = [i for i, s in enumerate(sentences) if not isinstance(s, str)]
+    items: list[object] = list(sentences)
+    bad = [i for i, s in enumerate(items) if not isinstance(s, str)]
     if bad:
         raise TypeError(f"{name} must be strings; items {bad} are not")
-    return sentences
+    return [str(s) for s in items]
 
 
 @dataclass
@@ -210,16 +223,19 @@ class Translator:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: torch.device | str = "cpu") -> Translator:
-        """Load a checkpoint saved with :func:`course_utils.training.save_checkpoint`."""
+        """Load a translation checkpoint (saved with its tokenizer settings, as notebook 4
+        saves them)."""
         checkpoint = load_checkpoint(path, device=device)
-        lowercase = checkpoint.extra.get("lowercase")
-        if lowercase is None:  # checkpoints name their configuration
-            known = {c.name: c for c in (CPU, GPU, QUICK)}
-            config = known.get(checkpoint.extra.get("config"))
-            lowercase = config.lowercase if config is not None else not any(
-                token != token.lower() for token in checkpoint.src_vocab.itos)
-        return cls(checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab,
-                   Tokenizer("en", lowercase), Tokenizer("de", lowercase), torch.device(device))
+        if checkpoint.tokenizers is None:
+            raise ValueError(f"{path} has no tokenizer settings: it is not a translation model "
+                             "(e.g. notebook 3's reversal model); load one saved by notebook 4")
+        try:
+            source = Tokenizer.from_settings(checkpoint.tokenizers["source"])
+            target = Tokenizer.from_settings(checkpoint.tokenizers["target"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"{path}: its tokenizer settings are damaged ({error})") from None
+        return cls(checkpoint.model, checkpoint.src_vocab, checkpoint.tgt_vocab, source,
+                   target, torch.device(device))
 
     def _tokenize(self, sentences: Sequence[str]) -> list[list[str]]:
         tokenized = [self.src_tokenizer(s) for s in _check_sentences(sentences)]
@@ -261,10 +277,8 @@ class Translator:
         if not self.model.uses_attention:
             raise ValueError("this model has no attention (a vanilla seq2seq model)")
         targets = [self.tgt_tokenizer(r) for r in references]
-        was_training = self.model.training
-        self.model.eval()
         results = []
-        try:
+        with eval_mode(self.model):
             for start in range(0, len(tokenized), batch_size):
                 chunk = range(start, min(start + batch_size, len(tokenized)))
                 batch = collate([(self.src_vocab.encode(tokenized[i]),
@@ -276,8 +290,6 @@ class Translator:
                     matrix = attention[row, : len(targets[i]) + 1, : len(tokenized[i])]
                     results.append(Translation(tokenized[i], targets[i], references[i],
                                                matrix, self.unknown_words(tokenized[i])))
-        finally:
-            self.model.train(was_training)
         return results
 
 

@@ -158,3 +158,22 @@ def test_bad_keys_and_mask_raise(module, inputs):
 def test_bad_dimensions_raise():
     with pytest.raises(ValueError, match="attention_dim must be a positive int; got 0"):
         BahdanauAttention(4, 4, 0)
+
+
+@pytest.mark.parametrize("poison", [float("nan"), float("inf"), -float("inf")])
+def test_non_finite_padding_gets_weight_zero_and_leaves_the_context_finite(module, inputs, poison):
+    decoder_state, encoder_outputs = inputs
+    mask = torch.ones(BATCH, SRC_LEN, dtype=torch.bool)
+    mask[0, 4:] = False
+    mask[2, 1:] = False
+    clean_context, clean_weights = module(decoder_state, encoder_outputs, mask=mask)
+    poisoned = encoder_outputs.clone()
+    poisoned[~mask] = poison  # whatever an encoder leaves at padded positions
+    context, weights = module(decoder_state, poisoned, mask=mask)
+    assert torch.isfinite(context).all() and torch.isfinite(weights).all()
+    assert (weights[~mask] == 0).all()
+    torch.testing.assert_close(context, clean_context)
+    torch.testing.assert_close(weights, clean_weights)
+    # precomputed keys that hold the poison give the same answer
+    context, _ = module(decoder_state, poisoned, mask=mask, keys=module.W_h(poisoned))
+    torch.testing.assert_close(context, clean_context)

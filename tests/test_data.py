@@ -3,13 +3,8 @@
 import pytest
 import torch
 
-from course_utils.data import (
-    Vocab,
-    collate,
-    make_batches,
-    make_reversal_pairs,
-    reversal_vocab,
-)
+from course_utils.data import Vocab, collate, make_batches
+from course_utils.reversal import make_reversal_pairs, reversal_vocab
 
 
 def test_vocab_keeps_frequent_tokens_most_frequent_first():

@@ -96,6 +96,38 @@ def test_unbalanced_markers_are_refused(source, message):
         strip_solutions(notebook(new_code_cell(source)), name="bad.ipynb")
 
 
+@pytest.mark.parametrize("marker", [
+    "###BEGIN SOLUTION", "### begin solution", "## BEGIN SOLUTION", "#### BEGIN SOLUTION",
+    "# Begin Solution", "### BEGIN_SOLUTION", "### END SOLUTIONS", "### end solution",
+])
+@pytest.mark.parametrize("kind", ["code", "markdown"])
+def test_a_near_miss_marker_is_refused_never_copied_to_students(marker, kind):
+    make = new_code_cell if kind == "code" else new_markdown_cell
+    source = f"def f():\n    {marker}\n    return 42\n    ### END SOLUTION\n"
+    if "END" in marker.upper():
+        source = f"### BEGIN SOLUTION\nsecret = 42\n{marker}\n"
+    with pytest.raises(ExerciseFormatError, match=r"bad.ipynb, cell 0, line \d: .* looks like a "
+                                                 r"solution marker but is not one"):
+        strip_solutions(notebook(make(source)), name="bad.ipynb")
+
+
+def test_a_marker_in_a_raw_cell_is_refused():
+    from nbformat.v4 import new_raw_cell
+
+    nb = notebook(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n"),
+                  new_raw_cell("### BEGIN SOLUTION\nthe answer is 42\n### END SOLUTION\n"))
+    with pytest.raises(ExerciseFormatError, match=r"cell 1 \(raw cell\), line 1: solution "
+                                                 r"markers work only in code and Markdown"):
+        strip_solutions(nb, name="bad.ipynb")
+
+
+def test_prose_that_only_mentions_solutions_is_left_alone():
+    nb = notebook(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION\n"),
+                  new_markdown_cell("At the end, the solution notebook shows one way to begin."))
+    student = strip_solutions(nb)
+    assert student.cells[1].source.startswith("At the end")
+
+
 def test_written_files_follow_the_umask_not_the_temporary_file_mode(tmp_path):
     from course_utils.files import write_text_atomically
 

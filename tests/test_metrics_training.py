@@ -7,15 +7,18 @@ import pytest
 import torch
 from helpers import ROOT
 
-from course_utils.data import collate, make_reversal_pairs, reversal_vocab
-from course_utils.metrics import (
-    accuracy_by_length,
-    alignment_score,
-    exact_match,
-    reversal_alignment,
-)
+from course_utils.data import collate
+from course_utils.metrics import accuracy_by_length, exact_match
 from course_utils.models import Decoded, ModelConfig, build_model
-from course_utils.reversal import QUICK, REVERSAL, reversal_config
+from course_utils.reversal import (
+    QUICK,
+    REVERSAL,
+    alignment_score,
+    make_reversal_pairs,
+    reversal_alignment,
+    reversal_config,
+    reversal_vocab,
+)
 from course_utils.training import History, seed_everything, sequence_loss, train
 
 VOCAB = reversal_vocab(8)
@@ -104,6 +107,31 @@ def test_on_epoch_end_sees_each_epoch_after_its_measurements(tmp_path):
 def test_training_stops_at_the_target_exact_match():
     history, _ = tiny_run(epochs=5, target_exact_match=0.0)
     assert history.epoch == [1]
+
+
+def test_exact_match_can_be_skipped_where_it_means_nothing():
+    measured, _ = tiny_run(epochs=2)
+    skipped, _ = tiny_run(epochs=2, measure_exact_match=False)
+    assert len(measured.val_exact_match) == 2 and skipped.val_exact_match == []
+    assert skipped.val_loss == measured.val_loss  # the training itself is the same
+    with pytest.raises(ValueError, match="target_exact_match needs measure_exact_match"):
+        tiny_run(epochs=1, target_exact_match=0.5, measure_exact_match=False)
+
+
+def test_translation_configurations_skip_exact_match_and_share_the_run_shape():
+    from dataclasses import fields
+
+    from course_utils.reversal import ReversalConfig
+    from course_utils.training import RunConfig
+    from course_utils.translation import CPU, Multi30kConfig
+
+    assert CPU.train_options()["measure_exact_match"] is False
+    assert "measure_exact_match" not in REVERSAL.train_options()
+    shared = {f.name for f in fields(RunConfig)}
+    for config in (ReversalConfig, Multi30kConfig):
+        assert issubclass(config, RunConfig) and shared <= {f.name for f in fields(config)}
+    model_config = REVERSAL.model_config(VOCAB, VOCAB, attention=False)
+    assert not model_config.attention and model_config.hidden_dim == REVERSAL.hidden_dim
 
 
 def test_history_round_trips_through_a_dict():

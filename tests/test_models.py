@@ -7,10 +7,12 @@ import pytest
 import torch
 from helpers import ROOT
 
-from course_utils.data import Vocab, collate, make_reversal_pairs, reversal_vocab
-from course_utils.metrics import greedy_decode_pairs
+from course_utils.checkpoints import load_checkpoint, save_checkpoint
+from course_utils.data import Vocab, collate
+from course_utils.decoding import greedy_decode_pairs
 from course_utils.models import ModelConfig, build_model
-from course_utils.training import load_checkpoint, save_checkpoint, sequence_loss
+from course_utils.reversal import make_reversal_pairs, reversal_vocab
+from course_utils.training import sequence_loss
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from reference_seq2seq import reference_loss, reference_translate  # noqa: E402
@@ -141,7 +143,7 @@ def test_checkpoint_round_trip_gives_identical_outputs(tmp_path, attention):
 
 def test_loading_something_else_is_a_clear_error(tmp_path):
     torch.save({"weights": 1}, tmp_path / "other.pt")
-    with pytest.raises(ValueError, match="is not a course checkpoint"):
+    with pytest.raises(ValueError, match="not a course checkpoint"):
         load_checkpoint(tmp_path / "other.pt")
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
         load_checkpoint(tmp_path / "missing.pt")
@@ -151,3 +153,59 @@ def test_bad_encoder_input_is_a_clear_error():
     model = model_for()
     with pytest.raises(ValueError, match=r"src must be \(batch, src_len\)"):
         model(torch.zeros(5, dtype=torch.long), torch.tensor([5]), torch.zeros(1, 3).long())
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_non_finite_encoder_padding_leaves_every_output_finite(attention):
+    model = model_for(attention).eval()
+    batch = batch_of(seed=11)
+    encoder_outputs, summary, mask = model.encode(batch.src, batch.src_lengths)
+    assert not mask.all()  # the batch has padding
+    clean, _ = model.decoder(batch.tgt_in, encoder_outputs, summary, mask)
+    poisoned = encoder_outputs.masked_fill(~mask[..., None], float("nan"))
+    logits, weights = model.decoder(batch.tgt_in, poisoned, summary, mask)
+    assert torch.isfinite(logits).all()
+    torch.testing.assert_close(logits, clean)
+    if attention:
+        assert (weights.masked_select(~mask[:, None, :]) == 0).all()
+
+
+def test_max_len_zero_is_an_error_not_no_limit():
+    from course_utils.decoding import beam_search
+
+    model = model_for()
+    pairs = make_reversal_pairs(3, 2, 5, VOCAB, seed=1)
+    batch = collate(pairs)
+    for call in (lambda: model.greedy_decode(batch.src, batch.src_lengths, max_len=0),
+                 lambda: greedy_decode_pairs(model, pairs, max_len=0),
+                 lambda: beam_search(model, pairs[0][0], beam_size=2, max_len=0)):
+        with pytest.raises(ValueError, match="max_len must be at least 1"):
+            call()
+    assert all(len(t) <= 1 for t in greedy_decode_pairs(model, pairs, max_len=1).tokens)
+
+
+def test_the_decoder_memory_is_a_typed_record_that_selects_rows():
+    from course_utils.models import DecoderMemory
+
+    model = model_for()
+    batch = batch_of(n=5, seed=3)
+    memory = model.decoder.prepare(*model.encode(batch.src, batch.src_lengths))
+    assert isinstance(memory, DecoderMemory) and memory.keys is not None
+    rows = torch.tensor([True, False, True, False, True])
+    chosen = memory.select(rows)
+    assert chosen.encoder_outputs.shape[0] == chosen.keys.shape[0] == chosen.mask.shape[0] == 3
+    torch.testing.assert_close(chosen.summary, memory.summary[rows])
+    vanilla = model_for(attention=False)
+    assert vanilla.decoder.prepare(*vanilla.encode(batch.src, batch.src_lengths)).keys is None
+
+
+def test_decoding_restores_the_training_mode_even_after_an_error():
+    model = model_for()
+    model.train()
+    pairs = make_reversal_pairs(3, 2, 5, VOCAB, seed=1)
+    greedy_decode_pairs(model, pairs)
+    assert model.training
+    batch = collate(pairs)
+    with pytest.raises(ValueError):
+        model.greedy_decode(batch.src, batch.src_lengths[:2])  # lengths of the wrong size
+    assert model.training

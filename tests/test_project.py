@@ -1,5 +1,6 @@
 """The project keeps its promises: one dependency list, one kernel, current docs, real outputs."""
 
+import os
 import re
 import subprocess
 import sys
@@ -104,3 +105,11 @@ def test_ruff_is_clean():
         capture_output=True, text=True, cwd=ROOT,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_type_checker_is_clean():
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", os.devnull],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]

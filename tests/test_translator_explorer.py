@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from course_utils.checkpoints import CheckpointError, save_checkpoint
 from course_utils.explorer import (
     AttentionExplorer,
     describe_steps,
@@ -21,7 +22,7 @@ from course_utils.explorer import (
 from course_utils.models import ModelConfig, build_model
 from course_utils.plotting import plot_attention, plot_attention_grid
 from course_utils.text import build_translation_data
-from course_utils.training import save_checkpoint, seed_everything, train
+from course_utils.training import seed_everything, train
 from course_utils.translation import Translation, Translator
 
 ADJECTIVES = {"red": "rote", "big": "große", "small": "kleine", "old": "alte"}
@@ -59,9 +60,9 @@ def translator(setup):
 def test_a_checkpoint_translates_exactly_like_the_model_it_saved(setup, translator, tmp_path):
     data, model = setup
     path = save_checkpoint(tmp_path / "model.pt", model, data.src_vocab, data.tgt_vocab,
-                           extra={"config": "cpu"})
+                           tokenizers=data.tokenizer_settings(), extra={"config": "cpu"})
     restored = Translator.from_checkpoint(path)
-    assert restored.src_tokenizer.lowercase  # the cpu configuration trains lowercased
+    assert restored.src_tokenizer.lowercase and restored.tgt_tokenizer.lang == "de"
     sentences = ["A red dog runs.", "The cat sings today.", "A big child sleeps."]
     for ours, theirs in zip(translator.translate(sentences), restored.translate(sentences)):
         assert ours.output_tokens == theirs.output_tokens and ours.text == theirs.text
@@ -70,17 +71,26 @@ def test_a_checkpoint_translates_exactly_like_the_model_it_saved(setup, translat
     assert first.text == "ein rote hund läuft."  # the model learned the toy language
 
 
-def test_lowercasing_is_inferred_for_checkpoints_without_a_known_configuration(setup, tmp_path):
+def test_tokenizer_settings_come_from_the_checkpoint_never_a_guess(setup, tmp_path):
     data, model = setup
+    cased = {"source": {"lang": "en", "lowercase": False},
+             "target": {"lang": "de", "lowercase": False}}
     path = save_checkpoint(tmp_path / "m.pt", model, data.src_vocab, data.tgt_vocab,
-                           extra={"config": "someone-else's"})
-    assert Translator.from_checkpoint(path).src_tokenizer.lowercase
-    data.src_vocab.itos.append("Capital")  # a vocabulary with case in it
-    try:
-        path = save_checkpoint(tmp_path / "m2.pt", model, data.src_vocab, data.tgt_vocab)
-        assert not Translator.from_checkpoint(path).src_tokenizer.lowercase
-    finally:
-        data.src_vocab.itos.pop()
+                           tokenizers=cased)
+    restored = Translator.from_checkpoint(path)
+    assert not restored.src_tokenizer.lowercase and not restored.tgt_tokenizer.lowercase
+    assert restored.translate(["A RED dog runs."])[0].source_tokens[1] == "RED"
+    bare = save_checkpoint(tmp_path / "m2.pt", model, data.src_vocab, data.tgt_vocab)
+    with pytest.raises(ValueError, match="no tokenizer settings: it is not a translation"):
+        Translator.from_checkpoint(bare)
+    broken = save_checkpoint(tmp_path / "m3.pt", model, data.src_vocab, data.tgt_vocab,
+                             tokenizers={"source": {"lang": "fr", "lowercase": True},
+                                         "target": {"lang": "de", "lowercase": True}})
+    with pytest.raises(ValueError, match="m3.pt: its tokenizer settings are damaged"):
+        Translator.from_checkpoint(broken)
+    with pytest.raises(CheckpointError, match="empty"):
+        (tmp_path / "empty.pt").write_bytes(b"")
+        Translator.from_checkpoint(tmp_path / "empty.pt")
 
 
 def test_each_translation_lines_up_tokens_rows_and_attention(translator):
@@ -253,29 +263,32 @@ def test_the_widget_explorer_steps_through_decoding(translator):
 # ----------------------------------------------------------------------------- checkpoints
 
 
-def test_notebook_4_checkpoints_are_found_by_epoch(tmp_path):
-    from course_utils.translation import CPU, attention_checkpoints
+def test_notebook_4_checkpoints_are_found_by_epoch(tmp_path, monkeypatch):
+    from course_utils.checkpoints import MULTI30K_RUN
+    from course_utils.translation import CPU, find_or_train_attention_checkpoints
 
-    (tmp_path / "epochs").mkdir()
+    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
+    monkeypatch.delenv("COURSE_QUICK", raising=False)
+    folder = tmp_path / "multi30k"
+    (folder / "epochs").mkdir(parents=True)
     for epoch in range(CPU.epochs + 1):
-        (tmp_path / "epochs" / f"attention-epoch{epoch}.pt").write_bytes(b"")
-    (tmp_path / "attention.pt").write_bytes(b"")
-    (tmp_path / "epochs" / "attention-epochX.pt").write_bytes(b"")  # not an epoch: ignored
-    paths = attention_checkpoints(CPU, directory=tmp_path)
+        (folder / "epochs" / f"attention-epoch{epoch}.pt").write_bytes(b"")
+    (folder / "attention.pt").write_bytes(b"")
+    (folder / "epochs" / "attention-epochX.pt").write_bytes(b"")  # not an epoch: ignored
+    paths = find_or_train_attention_checkpoints(CPU)
     assert list(paths) == list(range(CPU.epochs + 1))
-    assert paths[2] == tmp_path / "epochs" / "attention-epoch2.pt"
+    assert paths[2] == folder / "epochs" / "attention-epoch2.pt" == MULTI30K_RUN.epoch_checkpoint(2)
 
 
-@pytest.mark.skipif(not __import__("os").environ.get("MULTI30K_DIR"),
-                    reason="set MULTI30K_DIR to a copy of Multi30k")
 def test_missing_checkpoints_train_a_small_model_once(tmp_path, monkeypatch, capsys):
-    from course_utils.translation import QUICK, attention_checkpoints, small_config
+    from course_utils.translation import QUICK, find_or_train_attention_checkpoints, small_config
 
     monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_QUICK", "1")
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)  # the committed sample is enough
     small = small_config(QUICK)
     assert small.epochs == 1 and small.max_train == QUICK.max_train
-    paths = attention_checkpoints(QUICK, directory=tmp_path / "nothing-here")
+    paths = find_or_train_attention_checkpoints(QUICK)
     out = capsys.readouterr().out
     assert "not in" in out and "run notebook 4" in out and "Training it now" in out
     assert list(paths) == [0, 1]
@@ -283,7 +296,7 @@ def test_missing_checkpoints_train_a_small_model_once(tmp_path, monkeypatch, cap
                for p in paths.values())
     translator = Translator.from_checkpoint(paths[1])
     assert translator.translate(["A dog runs."])[0].attention is not None
-    again = attention_checkpoints(QUICK, directory=tmp_path / "nothing-here")
+    again = find_or_train_attention_checkpoints(QUICK)
     assert again == paths and "Found it from an earlier run" in capsys.readouterr().out
 
 
@@ -296,13 +309,16 @@ def test_the_results_report_measures_the_alignment_at_every_epoch(setup, tmp_pat
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from multi30k_results import alignment_section
 
+    from course_utils.checkpoints import EpochSaver, RunFolder
+
     data, model = setup
-    assert alignment_section(tmp_path, data, "cpu")[-1].startswith("No per-epoch checkpoints")
+    run = RunFolder("multi30k", tmp_path)
+    assert alignment_section(run, data, "cpu")[-1].startswith("No per-epoch checkpoints")
+    save = EpochSaver(run, data.src_vocab, data.tgt_vocab, tokenizers=data.tokenizer_settings())
     for epoch in (0, 1):
-        save_checkpoint(tmp_path / "epochs" / f"attention-epoch{epoch}.pt", model,
-                        data.src_vocab, data.tgt_vocab)
+        assert save(epoch, model, None) == tmp_path / "multi30k" / "epochs" / f"attention-epoch{epoch}.pt"
     pairs = corpus()[:12]
-    lines = alignment_section(tmp_path, SimpleNamespace(raw={"test_2016_flickr": pairs}), "cpu")
+    lines = alignment_section(run, SimpleNamespace(raw={"test_2016_flickr": pairs}), "cpu")
     text = "\n".join(lines)
     assert "## Attention as alignment" in text and "| content |" in text
     rows = [line for line in lines if line.startswith(("| 0 |", "| 1 |"))]

@@ -147,7 +147,7 @@ def check_monotonicity(monotonicity: Callable) -> str:
 
 def _as_pairs(result, name: str) -> set[tuple[int, int]]:
     try:
-        pairs = [tuple(int(x) for x in pair) for pair in result]
+        pairs: list[tuple[int, ...]] = [tuple(int(x) for x in pair) for pair in result]
     except (TypeError, ValueError):
         raise CheckFailed("find_crossings must return a list of pairs (i, k) of output "
                           f"steps; got {type(result).__name__}") from None
@@ -155,7 +155,7 @@ def _as_pairs(result, name: str) -> set[tuple[int, int]]:
         raise CheckFailed("each crossing is a pair (i, k) of two output steps")
     if len(set(pairs)) != len(pairs):
         raise CheckFailed(f"a pair is listed twice on the {name} matrix")
-    return set(pairs)
+    return {(p[0], p[1]) for p in pairs}
 
 
 @EXERCISE.check("find_crossings", points=3, target="find_crossings")

@@ -1,0 +1,65 @@
+"""Run notebooks top to bottom and save them with their outputs, as committed notebooks are.
+
+    course-execute notebooks/04_multi30k_vanilla_vs_attention.ipynb [more.ipynb ...]
+
+Each notebook runs in a fresh kernel (the course kernel its metadata names) with its own
+folder as the working directory, no time limit per cell, and ``COURSE_QUICK`` as set in the
+environment (unset it for a real run). Stream outputs are coalesced the way JupyterLab shows
+them, so a progress bar is stored as its final line rather than as every update; the live bar
+is unchanged. The file is replaced atomically, and only when every cell ran: a failure leaves
+the committed notebook as it was and names the cell that failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+from course_utils.files import write_text_atomically
+
+__all__ = ["execute_notebook", "main"]
+
+
+def execute_notebook(path: str | Path, timeout: float | None = None) -> float:
+    """Run ``path`` in place; returns the seconds it took. Raises on the first failing cell
+    without touching the file."""
+    path = Path(path)
+    notebook = nbformat.read(path, as_version=4)
+    client = NotebookClient(notebook, timeout=timeout, coalesce_streams=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    text = nbformat.writes(notebook)
+    write_text_atomically(path, text if text.endswith("\n") else text + "\n")
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="course-execute", description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--timeout", type=float, default=None,
+                        help="seconds allowed per cell (default: no limit)")
+    args = parser.parse_args(argv)
+    for path in args.notebooks:
+        if not path.is_file():
+            print(f"error: no notebook at {path}", file=sys.stderr)
+            return 2
+        try:
+            seconds = execute_notebook(path, args.timeout)
+        except CellExecutionError as error:
+            print(f"error: {path} stopped at a failing cell; the file is unchanged.\n{error}",
+                  file=sys.stderr)
+            return 1
+        print(f"ran {path} in {seconds / 60:.1f} min")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
