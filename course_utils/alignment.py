@@ -24,10 +24,11 @@ to call an alignment should not count.
 from __future__ import annotations
 
 import string
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike  # arrays, nested lists, or tensors (they have __array__)
 
 from course_utils.attention import entropy
 from course_utils.tensors import to_numpy
@@ -48,7 +49,7 @@ __all__ = [
 ]
 
 
-def _matrix(weights: object) -> np.ndarray:
+def _matrix(weights: ArrayLike) -> np.ndarray:
     weights = to_numpy(weights).astype(float)
     if weights.ndim != 2 or 0 in weights.shape:
         raise ValueError(f"weights must be a non-empty (tgt_len, src_len) matrix; "
@@ -63,19 +64,19 @@ def _check_fraction(name: str, value: float, low: float = 0.0, high: float = 1.0
         raise ValueError(f"{name} must be in [{low}, {high}]; got {value}")
 
 
-def hard_alignment(weights) -> np.ndarray:
+def hard_alignment(weights: ArrayLike) -> np.ndarray:
     """For each output step, the source position with the largest weight: ``(tgt_len,)``."""
     return _matrix(weights).argmax(axis=1)
 
 
-def confident_steps(weights, min_weight: float = 0.0) -> np.ndarray:
+def confident_steps(weights: ArrayLike, min_weight: float = 0.0) -> np.ndarray:
     """Output steps whose largest weight is at least ``min_weight``, in order."""
     _check_fraction("min_weight", min_weight)
     matrix = _matrix(weights)
     return np.flatnonzero(matrix.max(axis=1) >= min_weight)
 
 
-def monotonicity(weights, min_weight: float = 0.0) -> float:
+def monotonicity(weights: ArrayLike, min_weight: float = 0.0) -> float:
     """Share of consecutive (confident) output steps whose hard alignment does not move
     backwards through the source.
 
@@ -89,7 +90,7 @@ def monotonicity(weights, min_weight: float = 0.0) -> float:
     return float(np.mean(np.diff(positions) >= 0))
 
 
-def crossings(weights, min_weight: float = 0.0) -> list[tuple[int, int]]:
+def crossings(weights: ArrayLike, min_weight: float = 0.0) -> list[tuple[int, int]]:
     """Pairs ``(i, k)``, ``i < k``, of (confident) output steps aligned to source positions
     in the opposite order (``a[i] > a[k]``): each pair is one reordering of two words."""
     steps = confident_steps(weights, min_weight)
@@ -98,7 +99,7 @@ def crossings(weights, min_weight: float = 0.0) -> list[tuple[int, int]]:
             if positions[i] > positions[k]]
 
 
-def many_to_one(weights, threshold: float = 0.3) -> dict[int, list[int]]:
+def many_to_one(weights: ArrayLike, threshold: float = 0.3) -> dict[int, list[int]]:
     """Output steps that give at least ``threshold`` of their weight to each of two or more
     source positions, i.e. one output word made from several source words:
     ``{output step: [source positions]}``."""
@@ -112,7 +113,7 @@ def many_to_one(weights, threshold: float = 0.3) -> dict[int, list[int]]:
     return result
 
 
-def one_to_many(weights, min_weight: float = 0.0) -> dict[int, list[int]]:
+def one_to_many(weights: ArrayLike, min_weight: float = 0.0) -> dict[int, list[int]]:
     """Source positions that two or more (confident) output steps align to, i.e. one source
     word translated by several output words: ``{source position: [output steps]}``."""
     positions = hard_alignment(weights)
@@ -122,7 +123,7 @@ def one_to_many(weights, min_weight: float = 0.0) -> dict[int, list[int]]:
     return {p: steps for p, steps in groups.items() if len(steps) > 1}
 
 
-def step_entropy(weights) -> np.ndarray:
+def step_entropy(weights: ArrayLike) -> np.ndarray:
     """Entropy (nats) of each output step's attention: ``(tgt_len,)``.
     0 for a step that reads one source word; ``log(src_len)`` for uniform attention."""
     return entropy(_matrix(weights), axis=1)
@@ -187,7 +188,8 @@ class Example:
 
 
 def _candidates(matrix: np.ndarray, pattern: str, min_weight: float, threshold: float,
-                min_length: int, max_distance: int):
+                min_length: int, max_distance: int,
+                ) -> Iterator[tuple[float, tuple[int, ...], tuple[int, ...]]]:
     tgt_len, src_len = matrix.shape
     if pattern == "monotonic":
         steps = confident_steps(matrix, min_weight)

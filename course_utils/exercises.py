@@ -102,7 +102,9 @@ def _strip_source(source: str, stub: str, where: str) -> tuple[str, int]:
     return "\n".join(out), regions
 
 
-def strip_solutions(notebook: nbformat.NotebookNode, name: str = "notebook"):
+def strip_solutions(
+    notebook: nbformat.NotebookNode, name: str = "notebook"
+) -> nbformat.NotebookNode:
     """Return a student copy of ``notebook``: solutions replaced, outputs cleared."""
     student = copy.deepcopy(notebook)
     total = 0

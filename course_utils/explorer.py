@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import io
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -23,9 +23,10 @@ from matplotlib.figure import Figure
 
 from course_utils.config import quick_mode
 from course_utils.plotting import plot_attention, plot_weights
+from course_utils.tensors import to_numpy
 
 if TYPE_CHECKING:
-    from course_utils.translation import Translation
+    from course_utils.translation import Translation, Translator
 
 __all__ = ["AttentionExplorer", "describe_steps", "explore", "plot_decoding",
            "widgets_available"]
@@ -51,16 +52,17 @@ def widgets_available() -> tuple[bool, str]:
     return True, ""
 
 
-def _check_translation(translation) -> None:
+def _attention(translation: Translation) -> np.ndarray:
+    """The translation's attention as an array; a clear error for a vanilla model's."""
     if getattr(translation, "attention", None) is None:
         raise ValueError("the explorer needs an attention model's translation; "
                          "this one has no attention (a vanilla seq2seq model?)")
+    return to_numpy(translation.attention)
 
 
-def describe_steps(translation, top: int = 3) -> list[str]:
+def describe_steps(translation: Translation, top: int = 3) -> list[str]:
     """One line per decoding step: the output word and the source words it reads most."""
-    _check_translation(translation)
-    weights = translation.attention.numpy()
+    weights = _attention(translation)
     lines = []
     for step, (word, row) in enumerate(zip(translation.row_labels, weights)):
         best = np.argsort(row)[::-1][:top]
@@ -69,11 +71,10 @@ def describe_steps(translation, top: int = 3) -> list[str]:
     return lines
 
 
-def plot_decoding(translation, step: int | None = None) -> Figure:
+def plot_decoding(translation: Translation, step: int | None = None) -> Figure:
     """The heatmap (hard alignment marked, ``step`` outlined) above a bar chart of the
     weights of decoding step ``step`` (0-based; default: the first)."""
-    _check_translation(translation)
-    weights = translation.attention.numpy()
+    weights = _attention(translation)
     rows = weights.shape[0]
     step = 0 if step is None else step
     if not 0 <= step < rows:
@@ -104,7 +105,7 @@ def _figure_png(fig: Figure) -> bytes:
 class AttentionExplorer:
     """The widgets of :func:`explore`; ``set_sentence`` and ``step`` drive it from code too."""
 
-    def __init__(self, translator, sentence: str, beam_size: int = 1) -> None:
+    def __init__(self, translator: Translator, sentence: str, beam_size: int = 1) -> None:
         import ipywidgets as widgets
 
         if not translator.model.uses_attention:
@@ -199,14 +200,14 @@ class AttentionExplorer:
         self.sentence_html.value = self.sentence_markup(step)
         self.image.value = _figure_png(plot_decoding(translation, step))
 
-    def _repr_mimebundle_(self, **kwargs):
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = self.widget._repr_mimebundle_(**kwargs)
         bundle["text/plain"] = _PLAIN
         return bundle
 
 
-def explore(translator, sentence: str, *, beam_size: int = 1,
-            interactive: bool | None = None, step: int | None = None):
+def explore(translator: Translator, sentence: str, *, beam_size: int = 1,
+            interactive: bool | None = None, step: int | None = None) -> object:
     """Explore one sentence's translation and attention.
 
     Interactive (widgets) where they can work, else a static figure and a text line per
@@ -225,7 +226,7 @@ def explore(translator, sentence: str, *, beam_size: int = 1,
     from IPython.display import display
 
     translation = translator.translate([sentence], beam_size=beam_size)[0]
-    _check_translation(translation)
+    _attention(translation)  # a clear error for a vanilla model
     if reason:
         print(f"Static view ({reason}); in JupyterLab this cell is interactive.")
     print(f"EN: {sentence}\nDE: {translation.text}")

@@ -39,6 +39,7 @@ import urllib.request
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -291,7 +292,9 @@ def ensure_files(
     return paths
 
 
-def load_split(split: str, root: str | Path | None = None, **kwargs) -> list[tuple[str, str]]:
+def load_split(
+    split: str, root: str | Path | None = None, **kwargs: Any
+) -> list[tuple[str, str]]:
     """Aligned ``(english, german)`` sentence pairs of ``split``, as raw (untokenized) text."""
     en_path, de_path = ensure_files(split, root, **kwargs)
     english = _read_lines(en_path)

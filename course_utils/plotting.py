@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
-from typing import cast
+from typing import Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
 
 from course_utils.tensors import to_numpy
 
@@ -37,7 +38,7 @@ def _tick_fontsize(n: int) -> float:
 
 
 def plot_attention(
-    weights,
+    weights: ArrayLike,
     source_tokens: Sequence[str] | None = None,
     target_tokens: Sequence[str] | None = None,
     *,
@@ -125,7 +126,7 @@ def plot_attention(
     return fig
 
 
-def _attention_item(item) -> tuple:
+def _attention_item(item: Any) -> tuple:
     """``(weights, source_tokens, row_labels)`` from a Translation or a tuple."""
     if hasattr(item, "attention") and hasattr(item, "source_tokens"):
         if item.attention is None:
@@ -187,7 +188,7 @@ def plot_attention_grid(
 
 
 def plot_weights(
-    weights,
+    weights: ArrayLike,
     labels: Sequence[str] | None = None,
     *,
     ax: Axes | None = None,
