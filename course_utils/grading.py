@@ -162,15 +162,18 @@ def _limit_memory(memory_mb: int):
 # ------------------------------------------------------------------------------ the parent
 
 
+#: The package whose code a grading run executes: the checks, and everything they call.
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
 def _digest(path: Path, exercise_id: str) -> str:
-    """Changes when the submission or the exercise's checks change: the key for reuse."""
-    exercise = get_exercise(exercise_id)
-    modules = sorted({check.body.__module__ for check in exercise.checks.values()}
-                     | {"course_utils.checks"})
+    """The key for reusing a grade: changes when the submission changes, or any code of the
+    course package does (the checks call into other modules, such as ``alignment.py``)."""
     digest = hashlib.sha256(path.read_bytes())
     digest.update(exercise_id.encode())
-    for module in modules:
-        digest.update(Path(str(sys.modules[module].__file__)).read_bytes())
+    for source in sorted(PACKAGE_DIR.rglob("*.py")):
+        digest.update(str(source.relative_to(PACKAGE_DIR)).encode())
+        digest.update(source.read_bytes())
     return digest.hexdigest()
 
 
@@ -219,10 +222,18 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits) -> GradeResul
 
 
 def _kill_group(process: subprocess.Popen) -> None:
+    """Kill the worker and everything it started (its process group); where process groups
+    cannot be signalled (no ``os.killpg``, e.g. Windows), at least the worker itself."""
+    killpg = getattr(os, "killpg", None)
     try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, AttributeError):
-        pass
+        if killpg is not None:
+            killpg(process.pid, signal.SIGKILL)
+        else:
+            process.kill()
+    except ProcessLookupError:
+        pass  # already gone
+    except PermissionError:
+        process.kill()
     process.wait()
 
 
@@ -347,12 +358,12 @@ def _write_feedback(folder: Path, exercise, result: GradeResult) -> None:
 
 
 def _write_histogram(path: Path, exercise, results: list[GradeResult]) -> None:
-    import matplotlib
+    # a Figure of its own, not pyplot: no backend switch and no global state in the caller's
+    # process (an instructor may grade from a notebook that shows its own plots)
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
+    fig = Figure(figsize=(6, 3.4), layout="constrained")
+    ax = fig.subplots()
     totals = [r.total() for r in results]
     ax.hist(totals, bins=[x - 0.5 for x in range(int(exercise.auto_points) + 2)],
             color="tab:blue", edgecolor="white")
@@ -360,7 +371,6 @@ def _write_histogram(path: Path, exercise, results: list[GradeResult]) -> None:
            title=f"{exercise.id}: {len(results)} submissions")
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
 
 
 def summary(exercise_id: str, results: list[GradeResult]) -> str:

@@ -163,3 +163,48 @@ def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
             results["solution"].points.values()) and results["solution"].total() > 0
         assert results["exercise"].total() == 0
         assert all("not implemented" in m for m in results["exercise"].messages.values())
+
+
+def test_the_reuse_key_covers_every_module_the_checks_can_call(tmp_path, monkeypatch):
+    import shutil
+
+    from course_utils import grading
+
+    package = tmp_path / "course_utils"
+    shutil.copytree(grading.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(grading, "PACKAGE_DIR", package)
+    before = grading._digest(SOLUTION, "E10.3")
+    assert grading._digest(SOLUTION, "E10.3") == before  # stable
+    with open(package / "alignment.py", "a") as handle:  # not a check module, but called
+        handle.write("\n# changed\n")
+    assert grading._digest(SOLUTION, "E10.3") != before
+
+
+def test_the_histogram_leaves_matplotlib_as_it_found_it(tmp_path, monkeypatch):
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from course_utils.checks import get_exercise
+    from course_utils.grading import GradeResult, _write_histogram
+
+    def no_switch(*args, **kwargs):
+        raise AssertionError("the grader switched matplotlib's backend")
+
+    monkeypatch.setattr(matplotlib, "use", no_switch)
+    open_figures = plt.get_fignums()
+    results = [GradeResult("a", "graded", points={"x": 3.0}), GradeResult("b", "graded")]
+    _write_histogram(tmp_path / "h.png", get_exercise("E10.1"), results)
+    assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert plt.get_fignums() == open_figures  # no pyplot figure left behind
+
+
+def test_killing_a_worker_works_where_process_groups_cannot_be_signalled(monkeypatch):
+    import subprocess
+    import sys
+
+    from course_utils import grading
+
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.delattr(grading.os, "killpg")
+    grading._kill_group(process)
+    assert process.returncode is not None  # stopped, not silently left running
