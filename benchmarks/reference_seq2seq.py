@@ -33,7 +33,7 @@ def reference_forward(model: Seq2Seq, src, src_lengths, tgt_in) -> torch.Tensor:
     decoder = model.decoder
     hidden = decoder.initial_state(summary)
     batch, tgt_len = tgt_in.shape
-    outputs = torch.zeros(batch, tgt_len, decoder.out.out_features, device=src.device)
+    outputs = torch.zeros(batch, tgt_len, decoder.out.vocab_size, device=src.device)
     for t in range(tgt_len):
         embedded = decoder.dropout(decoder.embedding(tgt_in[:, t]))
         if model.uses_attention:

@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 #: Version of the file layout; files of another version are refused with a clear message.
-CHECKPOINT_FORMAT = 2
+CHECKPOINT_FORMAT = 3  # 3: the deep output layer (ModelConfig.maxout_dim)
 _REQUIRED = ("format", "config", "state_dict", "src_vocab", "tgt_vocab")
 _KNOWN = (*_REQUIRED, "history", "tokenizers", "extra")
 

@@ -4,14 +4,18 @@ Bahdanau, Cho & Bengio (2014), arXiv:1409.0473, section 3 and appendix A:
 
 - the encoder is a bidirectional GRU; ``h_j = [forward h_j; backward h_j]``;
 - the attention decoder computes ``c_i`` from the previous state ``s_{i-1}``, updates
-  ``s_i = GRU(s_{i-1}, [y_{i-1}; c_i])`` and predicts ``y_i`` from ``[s_i; c_i; y_{i-1}]``;
+  ``s_i = GRU(s_{i-1}, [y_{i-1}; c_i])`` and predicts ``y_i`` from ``[s_i; c_i; y_{i-1}]``
+  through the paper's *deep output* layer (appendix A.2.2, :class:`DeepOutput`): a
+  ``2l``-wide ``t~_i = U_o s_i + V_o E y_{i-1} + C_o c_i``, a maxout over pairs down to
+  width ``l``, then the projection ``W_o t_i`` onto the vocabulary;
 - the vanilla decoder (Cho et al. 2014, Day 7) is the same decoder with one context
   vector, the encoder's final states, fed at every step. The two differ only in attention.
 
-Two things make training fast without changing the math: the keys ``W_h h_j`` are projected
-once per batch, and the output layer runs once over all time steps after the recurrent loop
-(as in d2l.ai). ``benchmarks/reference_seq2seq.py`` holds the plain per-step version that the
-tests prove equal to this one.
+Three things make training fast without changing the math: the keys ``W_h h_j`` are
+projected once per batch, the output layer runs once over all time steps after the recurrent
+loop (as in d2l.ai), and in training only at real (non-padding) target positions.
+``benchmarks/reference_seq2seq.py`` holds the plain per-step version that the tests prove
+equal to this one.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ __all__ = [
     "AttentionDecoder",
     "Decoded",
     "DecoderMemory",
+    "DeepOutput",
     "Encoder",
     "ModelConfig",
     "Seq2Seq",
@@ -97,22 +102,54 @@ class DecoderMemory:
                              None if self.keys is None else self.keys[rows])
 
 
+class DeepOutput(nn.Module):
+    """The paper's deep output layer (appendix A.2.2): ``[s_i; c_i; y_{i-1}]`` to logits.
+
+    ``t~_i = U_o s_i + V_o E y_{i-1} + C_o c_i`` is one linear layer on the concatenation
+    (width ``2 * maxout_dim``); the maxout ``t_{i,j} = max(t~_{i,2j-1}, t~_{i,2j})`` keeps
+    the larger of each pair (width ``maxout_dim``, the paper's ``l``); the logits are
+    ``W_o t_i``. With ``maxout_dim=0`` the logits come straight from the concatenation (one
+    linear layer), the shallow output most tutorials use.
+
+    The vocabulary projection is the largest matrix product of a training step, so a small
+    ``l`` makes every step cheaper: from ``d -> V`` (``d`` the input width, ``V`` the
+    vocabulary) to ``d -> 2l`` plus ``l -> V``.
+    """
+
+    def __init__(self, input_dim: int, maxout_dim: int, vocab_size: int):
+        super().__init__()
+        if maxout_dim < 0:
+            raise ValueError(f"maxout_dim must be >= 0 (0: no deep output); got {maxout_dim}")
+        self.maxout_dim = maxout_dim
+        self.pre = nn.Linear(input_dim, 2 * maxout_dim) if maxout_dim else None  # U_o, V_o, C_o
+        self.proj = nn.Linear(maxout_dim or input_dim, vocab_size)  # W_o
+        self.vocab_size = vocab_size
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """``features`` (..., input_dim) -> logits (..., vocab_size)."""
+        if self.pre is None:
+            return self.proj(features)
+        t = self.pre(features)  # (..., 2l): t~_i
+        t = t.unflatten(-1, (self.maxout_dim, 2)).amax(-1)  # (..., l): max over each pair
+        return self.proj(t)  # W_o t_i
+
+
 class _GRUDecoder(nn.Module):
-    """What both decoders share: embedding, initial state, GRU cell, output layer.
+    """What both decoders share: embedding, initial state, GRU cell, deep output layer.
 
     Subclasses say where the context of each step comes from (:meth:`prepare`, :meth:`context`).
     """
 
     def __init__(
         self, vocab_size: int, embed_dim: int, hidden_dim: int, encoder_dim: int,
-        dropout: float = 0.0,
+        dropout: float = 0.0, maxout_dim: int = 0,
     ):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=Vocab.pad_id)
         self.dropout = nn.Dropout(dropout)
         self.bridge = nn.Linear(encoder_dim, hidden_dim)  # s_0 = tanh(W [h_fwd; h_bwd])
         self.cell = nn.GRUCell(embed_dim + encoder_dim, hidden_dim)
-        self.out = nn.Linear(hidden_dim + encoder_dim + embed_dim, vocab_size)
+        self.out = DeepOutput(hidden_dim + encoder_dim + embed_dim, maxout_dim, vocab_size)
 
     def initial_state(self, summary: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.bridge(summary))  # (batch, hidden_dim)
@@ -149,7 +186,8 @@ class _GRUDecoder(nn.Module):
     def predict(
         self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor
     ) -> torch.Tensor:
-        """Logits from ``[s_i; c_i; y_{i-1}]``; works on one step or on all steps at once."""
+        """Logits from ``[s_i; c_i; y_{i-1}]`` through the deep output layer; works on one
+        step ``(batch, ...)`` or on all steps at once ``(batch, tgt_len, ...)``."""
         return self.out(self.dropout(torch.cat([states, contexts, embedded], dim=-1)))
 
     def forward(
@@ -158,11 +196,15 @@ class _GRUDecoder(nn.Module):
         encoder_outputs: torch.Tensor,
         summary: torch.Tensor,
         mask: torch.Tensor,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher-forced decoding of ``tgt_in`` (batch, tgt_len).
 
         Returns ``logits`` (batch, tgt_len, vocab) and attention weights
-        (batch, tgt_len, src_len), or ``None`` for the vanilla decoder.
+        (batch, tgt_len, src_len), or ``None`` for the vanilla decoder. With ``positions``
+        (bool, (batch, tgt_len)) the output layer runs only where it is True and the logits
+        are ``(positions.sum(), vocab)``, in row-major order: training passes the real
+        (non-padding) target positions, so no arithmetic is spent on padding.
         """
         memory = self.prepare(encoder_outputs, summary, mask)  # once per batch
         embedded = self.dropout(self.embedding(tgt_in))  # (batch, tgt_len, embed_dim)
@@ -175,7 +217,15 @@ class _GRUDecoder(nn.Module):
             if step_weights is not None:
                 weights.append(step_weights)
         # The output layer once, over all steps: (batch, tgt_len, vocab)
-        logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), embedded)
+        all_states, all_contexts = torch.stack(states, 1), torch.stack(contexts, 1)
+        if positions is not None:
+            if positions.shape != tgt_in.shape or positions.dtype != torch.bool:
+                raise ValueError(f"positions must be a bool tensor shaped like tgt_in "
+                                 f"{tuple(tgt_in.shape)}; got {positions.dtype} "
+                                 f"{tuple(positions.shape)}")
+            all_states, all_contexts = all_states[positions], all_contexts[positions]
+            embedded = embedded[positions]  # (n, ...) for each
+        logits = self.predict(all_states, all_contexts, embedded)
         attention = torch.stack(weights, 1) if weights else None
         return logits, attention
 
@@ -185,9 +235,9 @@ class AttentionDecoder(_GRUDecoder):
 
     def __init__(
         self, vocab_size: int, embed_dim: int, hidden_dim: int, encoder_dim: int,
-        attention_dim: int, dropout: float = 0.0,
+        attention_dim: int, dropout: float = 0.0, maxout_dim: int = 0,
     ):
-        super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim, dropout)
+        super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim, dropout, maxout_dim)
         self.attention = BahdanauAttention(encoder_dim, hidden_dim, attention_dim)
 
     def prepare(
@@ -224,6 +274,7 @@ class ModelConfig:
     attention_dim: int = 128
     attention: bool = True
     dropout: float = 0.0
+    maxout_dim: int = 64  # l of the deep output layer; 0 = logits straight from [s; c; y]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -264,11 +315,13 @@ class Seq2Seq(nn.Module):
         return encoder_outputs, summary, mask
 
     def forward(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor
+        self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor,
+        positions: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Teacher forcing: ``(logits (batch, tgt_len, vocab), attention or None)``."""
+        """Teacher forcing: ``(logits (batch, tgt_len, vocab), attention or None)``; with
+        ``positions`` (bool, like ``tgt_in``) logits only there, ``(n, vocab)``."""
         encoder_outputs, summary, mask = self.encode(src, src_lengths)
-        return self.decoder(tgt_in, encoder_outputs, summary, mask)
+        return self.decoder(tgt_in, encoder_outputs, summary, mask, positions)
 
     @torch.no_grad()
     def greedy_decode(
@@ -334,7 +387,8 @@ def build_model(config: ModelConfig) -> Seq2Seq:
     args = (config.tgt_vocab_size, config.embed_dim, config.hidden_dim, encoder.output_dim)
     decoder: _GRUDecoder
     if config.attention:
-        decoder = AttentionDecoder(*args, config.attention_dim, dropout=config.dropout)
+        decoder = AttentionDecoder(*args, config.attention_dim, dropout=config.dropout,
+                                   maxout_dim=config.maxout_dim)
     else:
-        decoder = VanillaDecoder(*args, dropout=config.dropout)
+        decoder = VanillaDecoder(*args, dropout=config.dropout, maxout_dim=config.maxout_dim)
     return Seq2Seq(encoder, decoder, config)

@@ -104,6 +104,7 @@ class ReversalConfig(RunConfig):
     embed_dim: int = 32
     hidden_dim: int = 96
     attention_dim: int = 96
+    maxout_dim: int = 48  # l = n / 2, the paper's ratio (l = 500 for n = 1000)
     batch_size: int = 64
     lr: float = 3e-3
     epochs: int = 6
@@ -114,11 +115,11 @@ REVERSAL = ReversalConfig()
 
 #: Smoke-test scale (COURSE_QUICK): seconds.
 QUICK = replace(REVERSAL, name="quick", max_len=10, n_train=600, n_val=100, embed_dim=16,
-                hidden_dim=32, attention_dim=32, epochs=2)
+                hidden_dim=32, attention_dim=32, maxout_dim=16, epochs=2)
 
 #: On a GPU: more data and larger batches, same task.
 GPU = replace(REVERSAL, name="gpu", n_train=50_000, batch_size=256, hidden_dim=128,
-              attention_dim=128, epochs=8)
+              attention_dim=128, maxout_dim=64, epochs=8)
 
 
 def reversal_config() -> ReversalConfig:

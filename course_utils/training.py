@@ -52,6 +52,7 @@ class RunConfig:
     embed_dim: int = 64
     hidden_dim: int = 128
     attention_dim: int = 128
+    maxout_dim: int = 64  # l, the width of the deep output layer's maxout (0: none)
     dropout: float = 0.0
     batch_size: int = 64
     lr: float = 3e-3
@@ -61,7 +62,7 @@ class RunConfig:
     @property
     def model_sizes(self) -> dict[str, int]:
         return dict(embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
-                    attention_dim=self.attention_dim)
+                    attention_dim=self.attention_dim, maxout_dim=self.maxout_dim)
 
     def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab,
                      attention: bool = True) -> ModelConfig:
@@ -171,6 +172,7 @@ def train(
     snapshot_epochs: Sequence[int] = (),
     target_exact_match: float | None = None,
     measure_exact_match: bool = True,
+    skip_padding: bool = True,
     progress: bool | None = None,
     description: str = "training",
     on_epoch_end: Callable[[int, Seq2Seq, History], object] | None = None,
@@ -186,6 +188,10 @@ def train(
             the share of outputs that equal their target exactly. Meaningful for tasks with
             one right answer (reversal), not for translation, where it costs a full decoding
             of the validation set per epoch for a number near 0: pass False there.
+        skip_padding: run the output layer only at real target positions (the loss ignores
+            padding either way, so the loss and gradients are the same; about a quarter of a
+            length-bucketed translation batch is padding). False runs it everywhere, as the
+            course did before; ``benchmarks/bench_multi30k_budget.py`` measures the difference.
         progress: show a progress bar; by default yes, except under ``COURSE_QUICK``.
         on_epoch_end: called as ``on_epoch_end(epoch, model, history)`` after each epoch's
             measurements are recorded, such as to save a checkpoint per epoch.
@@ -223,9 +229,15 @@ def train(
         running, seen = torch.zeros((), device=device), 0  # summed on the device, read per epoch
         for batch in iterate_batches(make_batches(train_pairs, batch_size, seed=seed + epoch),
                                      device):
-            with autocast:
-                logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
-            loss = sequence_loss(logits, batch.tgt_out)
+            if skip_padding:
+                real = batch.tgt_out != Vocab.pad_id  # the output layer runs only here
+                with autocast:
+                    logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
+                loss = F.cross_entropy(logits.float(), batch.tgt_out[real])
+            else:
+                with autocast:
+                    logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+                loss = sequence_loss(logits, batch.tgt_out)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)

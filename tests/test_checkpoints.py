@@ -96,8 +96,8 @@ def test_other_pytorch_files_and_old_formats_are_refused_clearly(tmp_path, saved
         load_checkpoint(tmp_path / "tensor.pt")
     path, _ = saved
     payload = torch.load(path, weights_only=True)
-    torch.save({**payload, "format": 1}, tmp_path / "old.pt")
-    with pytest.raises(CheckpointError, match="format 1.*reads format 2.*Re-run"):
+    torch.save({**payload, "format": 2}, tmp_path / "old.pt")  # before the deep output layer
+    with pytest.raises(CheckpointError, match="format 2.*reads format 3.*Re-run"):
         load_checkpoint(tmp_path / "old.pt")
     torch.save({**payload, "surprise": 1}, tmp_path / "keys.pt")
     with pytest.raises(CheckpointError, match=r"unknown keys: \['surprise'\]"):

@@ -166,3 +166,30 @@ def test_benchmark_script_runs_and_writes_its_report(tmp_path):
     report = out.read_text()
     for heading in ("Training throughput", "Greedy decoding", "time to 99%", "## GPU"):
         assert heading in report
+
+
+def test_budget_benchmark_compares_both_configurations_and_writes_its_report(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_multi30k_budget
+
+    configs = bench_multi30k_budget.configurations(quick=False)
+    before, after = configs["before"], configs["after"]
+    assert before[0].maxout_dim == 0 and after[0].maxout_dim > 0  # shallow against deep output
+    assert before[1] == {"measure_exact_match": True, "skip_padding": False}
+    out = tmp_path / "benchmarks.md"
+    assert bench_multi30k_budget.main(["--quick", "--out", str(out)]) == 0
+    report = out.read_text()
+    assert "## Notebook 4's training budget" in report
+    assert "| before | attention |" in report and "| after | vanilla |" in report
+    assert "the wall time" in report and "at least 28 BLEU" in report
+
+
+def test_output_layer_benchmark_writes_its_table(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_output_layer
+
+    out = tmp_path / "benchmarks.md"
+    assert bench_output_layer.main(["--quick", "--out", str(out)]) == 0
+    report = out.read_text()
+    assert "## The output layer's share of a training step" in report
+    assert "| 0 | every slot | fp32 |" in report and "| bf16 |" in report

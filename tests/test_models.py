@@ -10,7 +10,7 @@ from helpers import ROOT
 from course_utils.checkpoints import load_checkpoint, save_checkpoint
 from course_utils.data import Vocab, collate
 from course_utils.decoding import greedy_decode_pairs
-from course_utils.models import ModelConfig, build_model
+from course_utils.models import DeepOutput, ModelConfig, build_model
 from course_utils.reversal import make_reversal_pairs, reversal_vocab
 from course_utils.training import sequence_loss
 
@@ -51,10 +51,12 @@ def test_padding_gets_zero_attention_in_the_decoder():
     assert torch.all(weights.masked_select(padded[:, None, :].expand_as(weights)) == 0)
 
 
+@pytest.mark.parametrize("maxout_dim", [0, 8])
 @pytest.mark.parametrize("attention", [True, False])
-def test_fast_path_equals_per_step_reference_loss_and_gradients(attention):
+def test_fast_path_equals_per_step_reference_loss_and_gradients(attention, maxout_dim):
     """Same math: the fast path and the per-step reference agree to 1e-5 in fp32."""
-    fast, slow = model_for(attention), model_for(attention)
+    fast = model_for(attention, maxout_dim=maxout_dim)
+    slow = model_for(attention, maxout_dim=maxout_dim)
     slow.load_state_dict(fast.state_dict())
     batch = batch_of(n=8, seed=3)
     fast_loss = sequence_loss(fast(batch.src, batch.src_lengths, batch.tgt_in)[0], batch.tgt_out)
@@ -99,13 +101,13 @@ def test_greedy_stops_each_sequence_at_its_own_eos_and_trims_attention():
     # Make the model emit EOS at step 3 for everyone, by biasing the output layer after
     # two steps: easiest is to force EOS through the bias once tokens are being produced.
     with torch.no_grad():
-        model.decoder.out.bias.fill_(-10.0)
-        model.decoder.out.bias[VOCAB.stoi["a"]] = 10.0
+        model.decoder.out.proj.bias.fill_(-10.0)
+        model.decoder.out.proj.bias[VOCAB.stoi["a"]] = 10.0
     pairs = make_reversal_pairs(4, 2, 6, VOCAB, seed=6)
     decoded = greedy_decode_pairs(model, pairs, max_len=5)
     assert all(out == [VOCAB.stoi["a"]] * 5 for out in decoded.tokens)  # never EOS: max_len
     with torch.no_grad():
-        model.decoder.out.bias[Vocab.eos_id] = 20.0
+        model.decoder.out.proj.bias[Vocab.eos_id] = 20.0
     decoded = greedy_decode_pairs(model, pairs, max_len=5)
     assert decoded.tokens == [[]] * 4 and decoded.lengths.tolist() == [0] * 4
     for attention, (source, _) in zip(decoded.attention, pairs):
@@ -209,3 +211,71 @@ def test_decoding_restores_the_training_mode_even_after_an_error():
     with pytest.raises(ValueError):
         model.greedy_decode(batch.src, batch.src_lengths[:2])  # lengths of the wrong size
     assert model.training
+
+
+# --- the paper's deep output layer (appendix A.2.2) -------------------------------------
+
+def test_deep_output_is_the_papers_maxout_then_projection():
+    """t~ = U_o s + C_o c + V_o E y (one linear on [s; c; y]); t_j = max(t~_{2j-1}, t~_{2j});
+    logits = W_o t. Written out by hand, with the weight matrix cut into U_o, C_o, V_o."""
+    torch.manual_seed(0)
+    hidden, encoder, embed, l, vocab = 5, 6, 4, 3, 11
+    layer = DeepOutput(hidden + encoder + embed, l, vocab)
+    s, c, y = torch.randn(7, hidden), torch.randn(7, encoder), torch.randn(7, embed)
+    weight, bias = layer.pre.weight, layer.pre.bias  # (2l, hidden + encoder + embed)
+    u_o, c_o, v_o = weight.split([hidden, encoder, embed], dim=1)
+    t_tilde = s @ u_o.T + c @ c_o.T + y @ v_o.T + bias  # (7, 2l)
+    t = torch.stack([torch.maximum(t_tilde[:, 2 * j], t_tilde[:, 2 * j + 1])
+                     for j in range(l)], dim=1)  # (7, l)
+    expected = t @ layer.proj.weight.T + layer.proj.bias
+    torch.testing.assert_close(layer(torch.cat([s, c, y], -1)), expected)
+    assert layer(torch.randn(2, 9, hidden + encoder + embed)).shape == (2, 9, vocab)
+
+
+def test_maxout_dim_zero_is_one_linear_layer_and_negative_is_refused():
+    layer = DeepOutput(10, 0, 7)
+    assert layer.pre is None and layer.proj.in_features == 10
+    x = torch.randn(3, 10)
+    torch.testing.assert_close(layer(x), x @ layer.proj.weight.T + layer.proj.bias)
+    with pytest.raises(ValueError, match="maxout_dim must be >= 0"):
+        DeepOutput(10, -1, 7)
+
+
+def test_deep_output_cuts_the_output_layers_arithmetic_at_multi30k_size():
+    """The lesson's claim: with the CPU configuration's sizes and a ~7,800-word vocabulary the
+    deep output needs at least 4x fewer multiply-adds per target token than the shallow one."""
+    from course_utils.translation import CPU
+    d = CPU.hidden_dim + 2 * CPU.hidden_dim + CPU.embed_dim
+    shallow = DeepOutput(d, 0, 7_800)
+    deep = DeepOutput(d, CPU.maxout_dim, 7_800)
+    weights = lambda m: sum(p.numel() for n, p in m.named_parameters() if n.endswith("weight"))  # noqa: E731
+    assert weights(shallow) >= 4 * weights(deep)
+
+
+@pytest.mark.parametrize("attention", [True, False])
+def test_logits_at_chosen_positions_equal_the_full_logits_there(attention):
+    model, batch = model_for(attention), batch_of(n=7, seed=8)
+    model.eval()
+    real = batch.tgt_out != Vocab.pad_id
+    assert not real.all()  # the batch has padding
+    full, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+    some, _ = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
+    assert some.shape == (int(real.sum()), len(VOCAB))
+    torch.testing.assert_close(some, full[real])
+    with pytest.raises(ValueError, match="positions must be a bool tensor shaped like tgt_in"):
+        model(batch.src, batch.src_lengths, batch.tgt_in, positions=real.long())
+
+
+def test_skipping_padding_gives_the_same_loss_and_gradients():
+    """train() runs the output layer only at real positions: same loss, same gradients."""
+    full_model, real_model = model_for(), model_for()
+    batch = batch_of(n=8, seed=9)
+    real = batch.tgt_out != Vocab.pad_id
+    full = sequence_loss(full_model(batch.src, batch.src_lengths, batch.tgt_in)[0], batch.tgt_out)
+    logits, _ = real_model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
+    skipped = torch.nn.functional.cross_entropy(logits, batch.tgt_out[real])
+    full.backward()
+    skipped.backward()
+    torch.testing.assert_close(full, skipped)
+    for (name, p), q in zip(full_model.named_parameters(), real_model.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6, msg=name)
