@@ -67,6 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--batches", type=int, default=40, help="timed steps per variant")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="passes over all variants (alternating order); the best is kept")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     args = parser.parse_args(argv)
     base = QUICK if args.quick else CPU
@@ -75,12 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     widths = [0, 32] if args.quick else [0, 64, 96, 128, 192, 256]
     variants = [(0, False, False)] + [(l, True, False) for l in widths] + [
         (base.maxout_dim, True, True)]
-    rows = []
-    for maxout, skip, bf16 in variants:
-        seconds, params = step_time(replace(base, maxout_dim=maxout), data, n, skip, bf16)
-        rows.append((maxout, skip, bf16, seconds, params))
-        print(f"l={maxout:4d} real positions only={skip!s:5s} bf16={bf16!s:5s}: "
-              f"{seconds * 1000:6.0f} ms per step, {params / 1e6:.2f}M parameters", flush=True)
+    rounds = 1 if args.quick else args.rounds
+    best: dict[tuple, tuple[float, int]] = {}
+    for r in range(rounds):  # alternate the order: drift on a noisy machine hits every variant
+        for maxout, skip, bf16 in (variants if r % 2 == 0 else variants[::-1]):
+            seconds, params = step_time(replace(base, maxout_dim=maxout), data, n, skip, bf16)
+            key = (maxout, skip, bf16)
+            best[key] = (min(seconds, best.get(key, (seconds,))[0]), params)
+            print(f"round {r + 1}: l={maxout:4d} real positions only={skip!s:5s} "
+                  f"bf16={bf16!s:5s}: {seconds * 1000:6.0f} ms per step, "
+                  f"{params / 1e6:.2f}M parameters", flush=True)
+    rows = [(*key, *best[key]) for key in variants]
     reference = rows[0][3]
     command = "python benchmarks/bench_output_layer.py" + (" --quick" if args.quick else "")
     lines = [
@@ -90,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         f"({platform.machine()}, {torch.get_num_threads()} threads), PyTorch {torch.__version__}: "
         f"notebook 4's attention model (embedding {base.embed_dim}, hidden {base.hidden_dim}, "
         f"{len(data.tgt_vocab):,} German tokens), mean of {n} training steps (batches of "
-        f"{base.batch_size}, after {WARM_UP} warm-up steps), the same batches for every variant. "
+        f"{base.batch_size}, after {WARM_UP} warm-up steps), the same batches for every variant; "
+        f"best of {rounds} passes over all variants, in alternating order. "
         "l = 0 is the shallow output layer.",
         "",
         "| l (maxout width) | output layer at | autocast | ms per step | vs. shallow, all slots "
@@ -101,13 +109,18 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {maxout} | {'real positions' if skip else 'every slot'} | "
                      f"{'bf16' if bf16 else 'fp32'} | {seconds * 1000:.0f} | "
                      f"{seconds / reference:.2f}x | {params / 1e6:.2f}M |")
+    fp32 = {maxout: seconds for maxout, skip, bf16, seconds, _ in rows if skip and not bf16}
+    chosen, smallest = base.maxout_dim, min(l for l in fp32 if l > 0)
     lines += [
         "",
-        f"The course uses l = {base.maxout_dim} "
-        f"({'smoke-test sizes' if args.quick else 'translation.CPU'}) "
-        "in fp32: below it a step gets no cheaper (the recurrent part is what remains), above it "
-        "it does. bf16 autocast is left off on the CPU: it needs a CPU with native bf16 "
-        "arithmetic (slower elsewhere) and rounds the GRU's inputs.",
+        f"The course uses l = {chosen} "
+        f"({'smoke-test sizes' if args.quick else 'translation.CPU'}) in fp32: "
+        f"{fp32[chosen] / reference:.2f}x the step of the shallow layer run at every slot, and "
+        f"{fp32[chosen] / fp32[smallest]:.2f}x the step of l = {smallest}, the narrowest width "
+        "timed here. Narrower layers were not trained to a BLEU score, so l stays at the width "
+        "whose BLEU `bench_multi30k_budget.py` measured. "
+        "bf16 autocast is left off on the CPU: it needs a CPU with native bf16 arithmetic "
+        "(slower elsewhere) and rounds the GRU's inputs.",
     ]
     text = "\n".join(lines)
     print(text)

@@ -81,7 +81,7 @@ class Multi30kConfig(RunConfig):
         return {**super().train_options(), "measure_exact_match": False}
 
 
-#: Both models in about 12 minutes on a 2-core CPU (``benchmarks/bench_multi30k_budget.py``).
+#: Both models in 10-12 minutes on a 2-core CPU (``benchmarks/bench_multi30k_budget.py``).
 CPU = Multi30kConfig("cpu")
 #: One H100-class GPU.
 GPU = replace(CPU, name="gpu", embed_dim=256, hidden_dim=512, attention_dim=512, maxout_dim=256,
