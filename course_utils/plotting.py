@@ -19,7 +19,13 @@ from numpy.typing import ArrayLike
 
 from course_utils.tensors import to_numpy
 
-__all__ = ["plot_attention", "plot_attention_grid", "plot_weights"]
+__all__ = [
+    "plot_attention",
+    "plot_attention_grid",
+    "plot_decoding_step",
+    "plot_encoder_decoder",
+    "plot_weights",
+]
 
 
 def _as_numpy(array: object) -> np.ndarray:
@@ -219,5 +225,185 @@ def plot_weights(
         top = max(ylim[1], float(values.max()) * 1.15 if len(values) else ylim[1])
         ax.set_ylim(min(ylim[0], float(values.min()) * 1.15), top)
     ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return fig
+
+
+def _box(ax: Axes, x: float, y: float, text: str, *, width: float, height: float = 0.7,
+         color: str = "#e8eef7", fontsize: float = 10) -> None:
+    """A rounded box centred on (x, y) with ``text`` in it."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
+                                boxstyle="round,pad=0.02,rounding_size=0.12",
+                                facecolor=color, edgecolor="0.35", lw=1.0))
+    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize)
+
+
+def _arrow(ax: Axes, start: tuple[float, float], end: tuple[float, float], *,
+           lw: float = 1.2, color: str = "0.3", rad: float = 0.0) -> None:
+    ax.annotate("", xy=end, xytext=start,
+                arrowprops={"arrowstyle": "-|>", "lw": lw, "color": color,
+                            "shrinkA": 2, "shrinkB": 2,
+                            "connectionstyle": f"arc3,rad={rad}"})
+
+
+def plot_decoding_step(
+    weights: ArrayLike = (0.1, 0.6, 0.25, 0.05),
+    source: Sequence[str] | None = None,
+    *,
+    ax: Axes | None = None,
+    title: str = "One decoding step of the Bahdanau model",
+) -> Figure:
+    """A diagram of decoder step ``i``, in the lesson's symbols.
+
+    Bottom to top: the source words ``x_j`` and the encoder states
+    ``h_j = [h_fwd_j; h_bwd_j]``; one energy ``e_ij = v^T tanh(W_s s_(i-1) + W_h h_j)`` per
+    encoder state, all queried with the previous decoder state ``s_(i-1)``; the weights
+    ``alpha_ij = softmax_j(e_ij)`` drawn as bars of height ``weights``; the context
+    ``c_i = sum_j alpha_ij h_j`` (arrows as thick as the weights); the GRU update
+    ``s_i = f(s_(i-1), y_(i-1), c_i)``; and the deep output layer that predicts ``y_i`` from
+    ``s_i``, ``c_i`` and ``y_(i-1)``.
+
+    ``weights`` is one non-negative vector summing to 1 (2 to 8 source positions);
+    ``source`` optionally names the source words.
+    """
+    alpha = _as_numpy(weights).astype(float)
+    if alpha.ndim != 1 or not 2 <= alpha.shape[0] <= 8:
+        raise ValueError(f"weights must be a vector of 2 to 8 weights; got shape {alpha.shape}")
+    if not np.all(np.isfinite(alpha)) or alpha.min() < 0 or not np.isclose(alpha.sum(), 1.0,
+                                                                          atol=1e-3):
+        raise ValueError(f"weights must be non-negative and sum to 1 (a softmax); got {alpha}")
+    n = alpha.shape[0]
+    _check_labels("source", source, n, "source word")
+    words = list(source) if source is not None else [f"$x_{j + 1}$" for j in range(n)]
+
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10.5, 5.6), layout="constrained")
+    fig = cast(Figure, ax.figure)
+    step = 1.9
+    xs = [1.2 + step * j for j in range(n)]
+    right = xs[-1] + 2.6  # the decoder column
+    width = min(1.5, step - 0.3)
+
+    for j, x in enumerate(xs):
+        ax.text(x, 0.3, words[j], ha="center", va="center", fontsize=10)
+        _arrow(ax, (x, 0.55), (x, 1.05))
+        _box(ax, x, 1.4, f"$h_{j + 1}$", width=width, color="#dbe9d6")
+        _arrow(ax, (x, 1.75), (x, 2.75))
+        _box(ax, x, 3.1, f"$e_{{i{j + 1}}}$", width=width, color="#f3e3d3")
+        _arrow(ax, (x, 3.45), (x, 3.85))
+        height = 1.3 * alpha[j]
+        ax.add_patch(plt.Rectangle((x - 0.3, 3.9), 0.6, height, color="tab:orange", alpha=0.85))
+        ax.text(x, 3.95 + height, f"{alpha[j]:.2f}", ha="center", va="bottom", fontsize=8)
+    for a, b in zip(xs, xs[1:]):  # the bidirectional encoder reads both ways
+        ax.annotate("", xy=(b - width / 2, 1.5), xytext=(a + width / 2, 1.5),
+                    arrowprops={"arrowstyle": "<|-|>", "lw": 0.9, "color": "0.45"})
+    ax.text(xs[0] - width / 2 - 0.15, 1.4, "encoder\n(biGRU)", ha="right", va="center",
+            fontsize=9, color="0.3")
+    ax.text((xs[0] + xs[-1]) / 2, 2.1,
+            r"$e_{ij} = v^\top \tanh(W_s\, s_{i-1} + W_h h_j)$", ha="center", va="center",
+            fontsize=10, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    ax.text(xs[0] - width / 2 - 0.15, 4.4, r"$\alpha_{ij} = \mathrm{softmax}_j(e_{ij})$",
+            ha="right", va="center", fontsize=10)
+
+    # decoder column: s_(i-1) queries every energy, then the GRU and the output layer
+    _box(ax, right, 3.1, "$s_{i-1}$", width=1.3, color="#dde3f3")
+    ax.plot([xs[0] + 0.35, right - 0.65], [2.5, 2.5], color="tab:blue", lw=1.0, ls="--")
+    ax.plot([right - 0.65, right - 0.65], [2.5, 3.1], color="tab:blue", lw=1.0, ls="--")
+    for x in xs:
+        _arrow(ax, (x + 0.35, 2.5), (x + 0.35, 2.78), color="tab:blue")
+    ax.text(right, 2.45, "query: the state\nbefore this step", ha="center", va="top",
+            fontsize=8, color="tab:blue")
+
+    _box(ax, right - 1.3, 6.0, r"$c_i = \sum_j \alpha_{ij} h_j$", width=2.2, color="#dbe9d6")
+    for j, x in enumerate(xs):
+        _arrow(ax, (x, 3.95 + 1.3 * alpha[j] + 0.4), (right - 1.3 - 0.6, 5.75),
+               lw=0.4 + 4.0 * alpha[j], color="tab:green")
+    _box(ax, right + 1.0, 4.6, "$y_{i-1}$", width=1.0, color="#f0f0f0")
+    _box(ax, right + 0.6, 7.3, "GRU: $s_i = f(s_{i-1}, y_{i-1}, c_i)$", width=3.6,
+         color="#dde3f3")
+    _arrow(ax, (right - 1.3, 6.35), (right - 0.2, 6.95))
+    _arrow(ax, (right, 3.45), (right + 0.1, 6.95), rad=0.0)
+    _arrow(ax, (right + 1.0, 4.95), (right + 1.1, 6.95))
+    _box(ax, right + 0.6, 8.7, "deep output: maxout, then $W_o$  →  $p(y_i)$", width=4.4,
+         color="#f3e3d3")
+    _arrow(ax, (right + 0.6, 7.65), (right + 0.6, 8.35))
+    _arrow(ax, (right - 2.2, 6.35), (right - 1.3, 8.35), color="0.55")
+    ax.text(right + 0.75, 8.0, "$s_i$", ha="left", va="center", fontsize=9, color="0.3")
+    ax.text(right - 2.05, 7.4, "$c_i$", ha="right", va="center", fontsize=9, color="0.3")
+    ax.text(right + 2.9, 8.0, "(and $y_{i-1}$)", ha="right", va="center", fontsize=8,
+            color="0.3")
+
+    ax.set_xlim(-0.9, right + 3.3)
+    ax.set_ylim(0.0, 9.3)
+    ax.set_aspect("auto")
+    ax.axis("off")
+    ax.set_title(title)
+    return fig
+
+
+def plot_encoder_decoder(
+    source: Sequence[str] = ("a", "dog", "runs", "."),
+    target: Sequence[str] = ("ein", "hund", "rennt", "."),
+    *,
+    step: int = 2,
+    ax: Axes | None = None,
+    title: str = "The Bahdanau encoder-decoder",
+) -> Figure:
+    """Overview of the whole model on one sentence pair, in the lesson's symbols.
+
+    The bidirectional encoder (a forward and a backward GRU whose states are concatenated into
+    ``h_j``), the bridge ``s_0 = tanh(W [h_fwd_T; h_bwd_1])``, and the decoder states
+    ``s_1, s_2, ...`` each fed ``y_(i-1)``; for decoder step ``step`` (1-based) the lines show
+    attention from ``s_(step-1)`` to every ``h_j``.
+    """
+    if not source or not target:
+        raise ValueError("source and target must each hold at least one word")
+    if not 1 <= step <= len(target):
+        raise ValueError(f"step must be between 1 and len(target) = {len(target)}; got {step}")
+    n, m = len(source), len(target)
+    if ax is None:
+        fig, ax = plt.subplots(figsize=(10.5, 4.6), layout="constrained")
+    fig = cast(Figure, ax.figure)
+    gap = 1.5
+    xs = [0.8 + gap * j for j in range(n)]
+    start = xs[-1] + 2.2
+    ds = [start + gap * i for i in range(m + 1)]  # s_0, s_1, ..., s_m
+
+    for j, x in enumerate(xs):
+        ax.text(x, 0.3, source[j], ha="center", va="center", fontsize=10)
+        _arrow(ax, (x, 0.5), (x, 0.95))
+        _box(ax, x, 1.3, rf"$\overrightarrow{{h}}_{j + 1}$", width=1.0, color="#dbe9d6")
+        _box(ax, x, 2.3, rf"$\overleftarrow{{h}}_{j + 1}$", width=1.0, color="#dbe9d6")
+    for a, b in zip(xs, xs[1:]):
+        _arrow(ax, (a + 0.5, 1.3), (b - 0.5, 1.3))
+        _arrow(ax, (b - 0.5, 2.3), (a + 0.5, 2.3))
+    ax.text(xs[0] - 0.65, 1.3, "forward\nGRU", ha="right", va="center", fontsize=8)
+    ax.text(xs[0] - 0.65, 2.3, "backward\nGRU", ha="right", va="center", fontsize=8)
+    ax.text(xs[0] - 0.5, 3.35, r"$h_j = [\overrightarrow{h}_j; \overleftarrow{h}_j]$",
+            ha="left", va="center", fontsize=10)
+
+    for i, x in enumerate(ds):
+        _box(ax, x, 4.6, f"$s_{i}$", width=1.0, color="#dde3f3")
+        if i:
+            _arrow(ax, (ds[i - 1] + 0.5, 4.6), (x - 0.5, 4.6))
+            ax.text(x, 5.75, target[i - 1], ha="center", va="center", fontsize=10)
+            _arrow(ax, (x, 4.95), (x, 5.55))
+            previous = "<bos>" if i == 1 else target[i - 2]
+            ax.text(x - 0.3, 3.75, previous, ha="center", va="center", fontsize=8, color="0.35")
+            _arrow(ax, (x - 0.3, 3.9), (x - 0.3, 4.25), color="0.55")
+    _arrow(ax, (xs[-1] + 0.5, 1.3), (ds[0], 4.25), color="0.55", rad=0.25)
+    ax.text(ds[0] + 0.15, 2.3, r"bridge: $s_0 = \tanh(W[\overrightarrow{h}_T;"
+            r" \overleftarrow{h}_1])$", ha="left", va="center", fontsize=9, color="0.3")
+    query = ds[step - 1]
+    for x in xs:  # attention of step `step`: queried with s_(step-1)
+        ax.plot([query, x], [4.25, 2.65], color="tab:orange", lw=1.0, alpha=0.8)
+    ax.text(ds[step], 6.35, f"step {step}: $s_{{{step - 1}}}$ attends to every $h_j$, "
+            f"then $s_{step}$ writes “{target[step - 1]}”", ha="center", va="center",
+            fontsize=9, color="tab:orange")
+    ax.set_xlim(-0.9, ds[-1] + 0.8)
+    ax.set_ylim(0.0, 6.7)
+    ax.axis("off")
     ax.set_title(title)
     return fig

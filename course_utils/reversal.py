@@ -64,7 +64,10 @@ def make_reversal_pairs(
 
 
 def reversal_alignment(src_len: int) -> list[int]:
-    """For reversal, output step i reads source position ``src_len - 1 - i``: the anti-diagonal."""
+    """For reversal, output step i reads source position ``src_len - 1 - i``: the anti-diagonal.
+
+    Positions count from 0 here; counted from 1, as in notebook 3, step i reads ``n - i + 1``.
+    """
     return list(range(src_len - 1, -1, -1))
 
 

@@ -69,3 +69,55 @@ def test_quick_runs_never_share_a_folder_with_real_runs(monkeypatch, tmp_path):
     assert runs_dir() == tmp_path
     monkeypatch.setenv("COURSE_QUICK", "1")
     assert runs_dir() == tmp_path / "quick"
+
+
+def _texts(fig: Figure) -> str:
+    return " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_decoding_step_diagram_shows_every_quantity_of_the_step():
+    from matplotlib.patches import Rectangle
+
+    from course_utils.plotting import plot_decoding_step
+
+    weights = [0.1, 0.6, 0.3]
+    fig = plot_decoding_step(weights, ["a", "dog", "runs"])
+    text = _texts(fig)
+    # the lesson's symbols: encoder states, energies queried with s_(i-1), weights, context,
+    # the GRU update and the prediction of y_i
+    for symbol in ["$h_1$", "$h_3$", "$e_{i2}$", "s_{i-1}", r"\alpha_{ij}", r"\sum_j",
+                   "s_i = f(s_{i-1}, y_{i-1}, c_i)", "p(y_i)", "maxout", "dog"]:
+        assert symbol in text, symbol
+    # the weight bars are drawn to scale: heights proportional to the weights
+    bars = [p for p in fig.axes[0].patches if isinstance(p, Rectangle)]
+    heights = np.array([b.get_height() for b in bars])
+    np.testing.assert_allclose(heights / heights.sum(), weights)
+
+
+@pytest.mark.parametrize("weights", [[0.5, 0.6], [1.0], [-0.2, 1.2], [0.5, float("nan")]])
+def test_decoding_step_diagram_refuses_weights_that_are_not_a_softmax(weights):
+    from course_utils.plotting import plot_decoding_step
+
+    with pytest.raises(ValueError, match="weights"):
+        plot_decoding_step(weights)
+
+
+def test_decoding_step_diagram_needs_one_word_per_weight():
+    from course_utils.plotting import plot_decoding_step
+
+    with pytest.raises(ValueError, match="source"):
+        plot_decoding_step([0.5, 0.5], ["only one"])
+
+
+def test_encoder_decoder_diagram_draws_both_directions_and_the_bridge():
+    from course_utils.plotting import plot_encoder_decoder
+
+    fig = plot_encoder_decoder(["a", "dog"], ["ein", "hund"], step=2)
+    text = _texts(fig)
+    for symbol in [r"\overrightarrow{h}_1", r"\overleftarrow{h}_2", "$s_0$", "$s_2$", "bridge",
+                   "<bos>", "hund"]:
+        assert symbol in text, symbol
+    # one attention line from s_1 to each of the two encoder states
+    assert len(fig.axes[0].lines) == 2
+    with pytest.raises(ValueError, match="step"):
+        plot_encoder_decoder(["a"], ["ein"], step=2)

@@ -193,3 +193,41 @@ def test_output_layer_benchmark_writes_its_table(tmp_path):
     report = out.read_text()
     assert "## The output layer's share of a training step" in report
     assert "| 0 | every slot | fp32 |" in report and "| bf16 |" in report
+
+
+def test_day_plan_splits_a_notebook_into_timed_sections():
+    import nbformat.v4 as nbf
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import day_plan
+
+    figure = nbf.new_output("display_data", data={"image/png": "iVBOR"})
+    notebook = nbf.new_notebook(cells=[
+        nbf.new_markdown_cell("# Title\n\n" + "word " * 118),  # 120 words
+        nbf.new_code_cell("import numpy as np\n# a comment\n\nx = 1"),  # 2 code lines
+        nbf.new_markdown_cell("## 1. First part\n" + "word " * 236),  # 240 words
+        nbf.new_code_cell("plot()", outputs=[figure]),
+        nbf.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    a = 1\n    return a\n"
+                          "    ### END SOLUTION"),
+        nbf.new_markdown_cell("### BEGIN SOLUTION\n" + "answer " * 30 + "\n### END SOLUTION"),
+    ])
+    sections = day_plan.sections_of(notebook, [0.0, 6.0, 0.0, 30.0, 0.0, 0.0])
+    assert [s.title for s in sections] == ["(header and set-up)", "1. First part"]
+    header, part = sections
+    assert header.words == 120 and header.code_lines == 2 and header.seconds == 6.0
+    assert part.figures == 1 and part.seconds == 30.0
+    assert part.solution_code_lines == 2 and part.solution_words == 30  # the student's work
+    assert part.code_lines == 2  # "plot()" and "def f():", not the solution's lines
+    assert header.reading_minutes == pytest.approx(120 / 120 + 2 / 10)
+    assert part.minutes == pytest.approx(
+        part.reading_minutes + 2 * day_plan.WRITE_CODE_MINUTES
+        + 30 / day_plan.WRITING_WORDS_PER_MINUTE + 0.5)
+
+
+def test_day_plan_names_a_missing_notebook(monkeypatch, capsys):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import day_plan
+
+    monkeypatch.setenv("COURSE_QUICK", "1")
+    assert day_plan.main(["--quick", "notebooks/nope.ipynb"]) == 2
+    assert "no notebook at notebooks/nope.ipynb" in capsys.readouterr().err

@@ -1,0 +1,223 @@
+"""The day plan's times: each notebook run top to bottom, section by section, plus reading time.
+
+    MULTI30K_DIR=... python benchmarks/day_plan.py        # ~17 minutes on a 2-core CPU
+    python benchmarks/day_plan.py --quick --out /tmp/plan.md   # seconds, smoke-test scale
+
+Every lecture notebook and worked solution runs in a fresh kernel in its real configuration
+(``COURSE_QUICK`` unset unless ``--quick``), from its own folder, without saving anything back
+to the notebook; the seconds of every cell are recorded. Notebook 4 retrains its models and
+rewrites its checkpoints (the same seeds give the same models), so it runs before notebook 5
+and the solutions that read them.
+
+A section is a level-2 heading (``## ...``) and everything up to the next one. Its time is
+
+    reading = prose words / WORDS_PER_MINUTE + code lines / CODE_LINES_PER_MINUTE
+              + FIGURE_MINUTES per figure
+    computing = the measured seconds of its cells
+
+The reading pace is that of careful study, not of skimming: 120 words a minute for prose with
+formulas (about half of an adult's pace on ordinary text), 10 lines a minute for code (6 s a
+line, enough to follow what each line does) and half a minute to read each figure. For the
+exercises, writing time is added on top of reading the solution notebook's instructions:
+WRITE_CODE_MINUTES per line of solution code and the written answers at WRITING_WORDS_PER_MINUTE
+(a student composing an answer, not copying one). Those two are the estimate's weakest part:
+they are budgets, not measurements. The figures go to ``docs/day_plan.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from course_utils.files import update_section  # noqa: E402
+
+WORDS_PER_MINUTE = 120
+CODE_LINES_PER_MINUTE = 10
+FIGURE_MINUTES = 0.5
+WRITE_CODE_MINUTES = 1.0
+WRITING_WORDS_PER_MINUTE = 15
+
+NOTEBOOKS = [
+    "notebooks/01_bottleneck_and_attention_by_hand.ipynb",
+    "notebooks/02_bahdanau_attention_in_pytorch.ipynb",
+    "notebooks/03_reversal_task.ipynb",
+    "notebooks/04_multi30k_vanilla_vs_attention.ipynb",
+    "notebooks/05_reading_attention_heatmaps.ipynb",
+    "solutions/E10.1-attention-by-hand.ipynb",
+    "solutions/E10.2-vanilla-vs-attention.ipynb",
+    "solutions/E10.3-reading-attention-heatmaps.ipynb",
+]
+SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
+
+
+@dataclass
+class Section:
+    title: str
+    words: int = 0
+    code_lines: int = 0
+    figures: int = 0
+    seconds: float = 0.0
+    solution_code_lines: int = 0
+    solution_words: int = 0
+
+    @property
+    def reading_minutes(self) -> float:
+        return (self.words / WORDS_PER_MINUTE + self.code_lines / CODE_LINES_PER_MINUTE
+                + self.figures * FIGURE_MINUTES)
+
+    @property
+    def writing_minutes(self) -> float:
+        return (self.solution_code_lines * WRITE_CODE_MINUTES
+                + self.solution_words / WRITING_WORDS_PER_MINUTE)
+
+    @property
+    def minutes(self) -> float:
+        return self.reading_minutes + self.writing_minutes + self.seconds / 60
+
+
+@dataclass
+class Timed:
+    path: str
+    sections: list[Section] = field(default_factory=list)
+    wall_seconds: float = 0.0
+
+    @property
+    def minutes(self) -> float:
+        return sum(s.minutes for s in self.sections)
+
+
+def _words(text: str) -> int:
+    return len(re.findall(r"\S+", text))
+
+
+def _code_lines(source: str) -> int:
+    return sum(1 for line in source.splitlines()
+               if line.strip() and not line.strip().startswith("#"))
+
+
+def run_and_time(path: Path) -> tuple[nbformat.NotebookNode, list[float], float]:
+    """Execute ``path`` in a fresh kernel without saving it; seconds per cell and in all."""
+    notebook = nbformat.read(path, as_version=4)
+    started: dict[int, float] = {}
+    seconds = [0.0] * len(notebook.cells)
+
+    def on_start(cell, cell_index, **_):
+        started[cell_index] = time.perf_counter()
+
+    def on_done(cell, cell_index, **_):
+        seconds[cell_index] = time.perf_counter() - started.get(cell_index, time.perf_counter())
+
+    client = NotebookClient(notebook, timeout=None,
+                            resources={"metadata": {"path": str(path.parent)}},
+                            on_cell_start=on_start, on_cell_executed=on_done)
+    start = time.perf_counter()
+    client.execute()
+    return notebook, seconds, time.perf_counter() - start
+
+
+def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[Section]:
+    """Split a notebook at its ``## `` headings and measure each part."""
+    sections = [Section("(header and set-up)")]
+    for cell, cell_seconds in zip(notebook.cells, seconds):
+        source = cell.source
+        if cell.cell_type == "markdown":
+            heading = next((line for line in source.splitlines() if line.startswith("## ")), None)
+            if heading:
+                sections.append(Section(heading[3:].strip()))
+            section = sections[-1]
+            answers = SOLUTION.findall(source)
+            section.solution_words += sum(_words(a) for a in answers)
+            section.words += _words(SOLUTION.sub("", source))
+            continue
+        section = sections[-1]
+        if cell.cell_type != "code":
+            continue
+        answers = SOLUTION.findall(source)
+        section.solution_code_lines += sum(_code_lines(a) for a in answers)
+        section.code_lines += _code_lines(SOLUTION.sub("", source))
+        section.seconds += cell_seconds
+        section.figures += sum(1 for o in cell.get("outputs", [])
+                               if "image/png" in o.get("data", {}))
+    return [s for s in sections if s.words or s.code_lines or s.seconds]
+
+
+def report(timed: list[Timed], quick: bool, command: str) -> str:
+    import torch
+
+    lines = [
+        "# The day plan, measured",
+        "",
+        f"Measured {dt.date.today().isoformat()} with `{command}` on "
+        f"{platform.machine()} with {os.cpu_count()} CPU cores, PyTorch {torch.__version__}, "
+        f"{'CUDA' if torch.cuda.is_available() else 'no GPU'}"
+        f"{', smoke-test scale (COURSE_QUICK=1)' if quick else ', real configuration'}. "
+        "Computing is the measured time of each section's cells in a fresh kernel. Reading is "
+        f"estimated at {WORDS_PER_MINUTE} words of prose a minute, {CODE_LINES_PER_MINUTE} lines "
+        f"of code a minute and {FIGURE_MINUTES} min per figure (careful study, see "
+        "`benchmarks/day_plan.py`). For the exercises, writing is budgeted at "
+        f"{WRITE_CODE_MINUTES:g} min per line of solution code and "
+        f"{WRITING_WORDS_PER_MINUTE} words a minute for written answers.",
+        "",
+    ]
+    for item in timed:
+        lines += [
+            f"## `{item.path}`: {item.minutes:.0f} min "
+            f"(computing {sum(s.seconds for s in item.sections) / 60:.1f} min; "
+            f"whole run {item.wall_seconds / 60:.1f} min)",
+            "",
+            "| section | reading (min) | writing (min) | computing (min) | total (min) |",
+            "|---|---|---|---|---|",
+        ]
+        for s in item.sections:
+            lines.append(f"| {s.title} | {s.reading_minutes:.1f} | {s.writing_minutes:.1f} | "
+                         f"{s.seconds / 60:.1f} | {s.minutes:.1f} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke-test scale (seconds)")
+    parser.add_argument("notebooks", nargs="*", default=NOTEBOOKS,
+                        help="notebooks to time, relative to the course folder (default: all)")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "day_plan.md")
+    args = parser.parse_args(argv)
+    if args.quick:
+        os.environ["COURSE_QUICK"] = "1"
+    else:
+        os.environ.pop("COURSE_QUICK", None)
+    missing = [p for p in args.notebooks if not (ROOT / p).is_file()]
+    if missing:
+        print(f"error: no notebook at {', '.join(missing)} (paths are relative to {ROOT.name}/)",
+              file=sys.stderr)
+        return 2
+    timed = []
+    for relative in args.notebooks:
+        notebook, seconds, wall = run_and_time(ROOT / relative)
+        item = Timed(relative, sections_of(notebook, seconds), wall)
+        timed.append(item)
+        print(f"{relative}: {item.minutes:.0f} min "
+              f"(computing {sum(seconds) / 60:.1f} min)", flush=True)
+    command = "python benchmarks/day_plan.py" + (" --quick" if args.quick else "")
+    if args.notebooks != NOTEBOOKS:
+        command += " " + " ".join(args.notebooks)
+    text = report(timed, args.quick, command)
+    update_section(args.out, "day-plan", text)
+    print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
