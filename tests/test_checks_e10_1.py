@@ -1,12 +1,19 @@
 """E10.1 checks: full marks for the solution, zero for the untouched exercise, and a useful,
 answer-free message for each common mistake."""
 
+import importlib
+import sys
+
 import nbformat
 import numpy as np
 import pytest
 from helpers import ROOT, notebook_functions
 from nbclient import NotebookClient
 
+import course_utils
+import course_utils.attention as A
+from course_utils.attention import additive_attention as reference_attention
+from course_utils.attention import softmax as sm
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_1 as checks
 
@@ -37,16 +44,98 @@ def test_untouched_exercise_scores_zero_with_not_implemented():
         assert result.message == NOT_IMPLEMENTED
 
 
-def test_untouched_exercise_notebook_runs_checks_without_crashing():
-    """Run the student notebook in a kernel: every check cell prints FAIL, none errors."""
-    notebook = nbformat.read(EXERCISE, as_version=4)
+def run_in_fresh_kernel(notebook):
+    """Execute ``notebook`` top to bottom in a new kernel, as Run All does; errors recorded."""
     NotebookClient(notebook, timeout=120, allow_errors=True, kernel_name="python3").execute()
-    check_cells = [c for c in notebook.cells if c.cell_type == "code" and "check_" in c.source]
-    assert len(check_cells) == 4
-    for cell in check_cells:
-        text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-        assert not any(o.output_type == "error" for o in cell.outputs), cell.source
-        assert "[FAIL]" in text and "not implemented yet" in text
+    return notebook
+
+
+def cell_text(cell) -> str:
+    return "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for o in cell.outputs)
+
+
+def assert_every_cell_ran_without_error(notebook):
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        assert cell.execution_count is not None, f"did not run: {cell.source[:60]}"
+        errors = [o for o in cell.outputs if o.output_type == "error"]
+        assert not errors, f"{cell.source[:60]}: {errors[0].ename}: {errors[0].evalue}"
+        assert "Traceback" not in cell_text(cell), cell.source[:60]
+
+
+def check_cells(notebook):
+    return [c for c in notebook.cells if c.cell_type == "code" and "e10_1.check_" in c.source]
+
+
+def score_cell(notebook):
+    (cell,) = [c for c in notebook.cells if c.cell_type == "code" and ".grade(" in c.source]
+    return cell
+
+
+def test_untouched_exercise_runs_every_cell_and_scores_zero_of_eight():
+    """Run All on the student notebook: every check prints FAIL, no cell errors, score 0 / 8."""
+    notebook = run_in_fresh_kernel(nbformat.read(EXERCISE, as_version=4))
+    assert_every_cell_ran_without_error(notebook)
+    cells = check_cells(notebook)
+    assert len(cells) == 4
+    for cell in cells:
+        assert "[FAIL]" in cell_text(cell) and "not implemented yet" in cell_text(cell)
+    score = cell_text(score_cell(notebook))
+    assert score.count("[FAIL]") == 4
+    assert "automatic points: 0 / 8" in score
+
+
+def solution_source(name):
+    """The solution's cell that defines ``name``."""
+    cells = nbformat.read(SOLUTION, as_version=4).cells
+    (cell,) = [c for c in cells if c.cell_type == "code" and c.source.startswith(f"def {name}(")]
+    return cell.source
+
+
+def test_half_done_exercise_shows_the_parts_done_and_checks_the_rest():
+    """softmax and most_attended written, energies and context not: the two written parts pass
+    although the results they would be given (energies, weights) do not exist yet."""
+    notebook = nbformat.read(EXERCISE, as_version=4)
+    for cell in notebook.cells:
+        for name in ("softmax", "most_attended"):
+            if cell.cell_type == "code" and cell.source.startswith(f"def {name}("):
+                cell.source = solution_source(name)
+    run_in_fresh_kernel(notebook)
+    assert_every_cell_ran_without_error(notebook)
+    texts = [cell_text(c) for c in check_cells(notebook)]
+    assert ["[PASS]" in t for t in texts] == [False, True, False, True]
+    score = cell_text(score_cell(notebook))
+    assert "automatic points: 3 / 8" in score
+    shown = "".join(cell_text(c) for c in notebook.cells if c.cell_type == "code")
+    assert "`compute_energies` is not written yet" in shown
+    assert "`softmax` not run here: its argument `energies` is None" in shown
+
+
+def test_try_run_returns_the_result_or_explains_in_one_line(capsys):
+    assert checks.try_run(lambda e: e * 2, 3) == 6
+    assert capsys.readouterr().out == ""
+
+    def compute_energies(s, H, W_s, W_h, v):
+        raise NotImplementedError
+
+    assert checks.try_run(compute_energies, 1, 2, 3, 4, 5) is None
+    assert "`compute_energies` is not written yet" in capsys.readouterr().out
+
+    def softmax(energies):
+        return energies
+
+    assert checks.try_run(softmax, None) is None
+    assert "its argument `energies` is None" in capsys.readouterr().out
+
+    def compute_context(weights, encoder_states):
+        return weights @ encoder_states
+
+    assert checks.try_run(compute_context, np.ones(3), np.ones((2, 2))) is None
+    out = capsys.readouterr().out
+    assert "`compute_context` raised ValueError" in out
+    assert "at `return weights @ encoder_states`" in out
 
 
 def test_missing_or_wrong_kind_of_function_is_reported_not_raised():
@@ -81,15 +170,41 @@ def no_v(s, H, W_s, W_h, v):
     return np.tanh(W_s @ s + H @ W_h.T).sum(axis=1)
 
 
+def v_inside_tanh(s, H, W_s, W_h, v):
+    return np.tanh(v * (W_s @ s + H @ W_h.T)).sum(axis=1)
+
+
+def v_dot_inside_tanh(s, H, W_s, W_h, v):
+    return np.tanh((W_s @ s + H @ W_h.T) @ v)
+
+
+def missing_transpose(s, H, W_s, W_h, v):
+    keys = H @ W_h
+    return np.tanh(W_s @ s + keys) @ v
+
+
+def projections_left_out(s, H, W_s, W_h, v):
+    return np.tanh(s + H) @ v
+
+
+def W_h_left_out(s, H, W_s, W_h, v):
+    return np.tanh(W_s @ s + H) @ v
+
+
+def wrong_product(s, H, W_s, W_h, v):
+    keys = W_h @ H  # fits no inputs: (attn_dim, enc_dim) @ (src_len, enc_dim)
+    return np.tanh(W_s @ s + keys.T) @ v
+
+
 @pytest.mark.parametrize(
     "student, points, expected",
     [
         (no_tanh, 0, "the tanh is missing"),
-        (swapped_matrices, 1, "which matrix multiplies which state"),
+        (swapped_matrices, 0, "W_s and W_h are swapped"),
         (hard_coded, 1, "is something specific to E10.1 built in?"),
         (energies_as_column, 0, "must return shape (3,) (one energy per encoder state); got (3, 1)"),
         (no_return, 0, "returned None: did you forget `return`?"),
-        (no_v, 1, "v is not used"),
+        (no_v, 0, "v is not used"),
     ],
 )
 def test_energy_mistakes_get_a_hint_and_partial_points(student, points, expected):
@@ -99,8 +214,52 @@ def test_energy_mistakes_get_a_hint_and_partial_points(student, points, expected
     assert_no_answer(result.message)
 
 
+@pytest.mark.parametrize(
+    "student, expected",
+    [
+        (v_inside_tanh, "v is inside the tanh"),  # right on E10.1, where v = [1, 1]
+        (v_dot_inside_tanh, "v is inside the tanh"),
+        (missing_transpose, "`encoder_states @ W_h` needs a transpose"),
+        (projections_left_out, "the projections are left out"),
+        (W_h_left_out, "W_h is left out"),
+    ],
+)
+def test_named_mistakes_get_no_points_and_their_hint(student, expected):
+    result = checks.check_energies(student)
+    assert result.points == 0, result
+    assert expected in result.message
+    assert_no_answer(result.message)
+
+
+def test_missing_transpose_is_explained_with_the_shapes_not_numpys_error():
+    message = checks.check_energies(missing_transpose).message
+    assert "encoder_states is (src_len, enc_dim) = (6, 5)" in message
+    assert "W_h is (attn_dim, enc_dim) = (4, 5)" in message
+    assert "encoder_states @ W_h.T" in message
+    assert "gufunc" not in message and "mismatch" not in message
+
+
+def test_a_shape_error_the_check_cannot_name_lists_the_shapes_and_the_line():
+    result = checks.check_energies(wrong_product)
+    assert result.points == 0
+    assert "on the E10.1 inputs the shapes do not fit together" in result.message
+    assert "at `keys = W_h @ H" in result.message
+    assert "encoder_states (3, 2)" in result.message and "encoder_states @ W_h.T" in result.message
+    assert "gufunc" not in result.message
+
+
 def naive_softmax(e):
     return np.exp(e) / np.exp(e).sum()
+
+
+def min_shifted_softmax(e):
+    exps = np.exp(e - e.min())
+    return exps / exps.sum()
+
+
+def mean_shifted_softmax(e):
+    exps = np.exp(e - e.mean())
+    return exps / exps.sum()
 
 
 def unnormalised(e):
@@ -109,7 +268,29 @@ def unnormalised(e):
 
 def test_softmax_that_overflows_gets_partial_points_and_the_shift_hint():
     result = checks.check_softmax(naive_softmax)
-    assert result.points == 1 and "subtract the largest energy" in result.message
+    assert result.points == 1 and "Subtract the largest energy" in result.message
+    assert "energies near 1000, [1000, 1001, 1002], exp() overflows" in result.message
+
+
+@pytest.mark.parametrize("student, case", [
+    (min_shifted_softmax, "[0, 1000]"),
+    (mean_shifted_softmax, "[-1500, 0, 1500]"),
+])
+def test_softmax_shifted_by_the_wrong_energy_fails_the_stability_check(student, case):
+    result = checks.check_softmax(student)
+    assert result.points == 1 and not result.passed
+    assert f"on energies far apart, {case}, exp() still overflows" in result.message
+    assert "Subtract the largest energy" in result.message
+
+
+def test_stable_softmax_gives_finite_weights_on_every_extreme_case():
+    def stable(e):
+        exps = np.exp(e - e.max())
+        return exps / exps.sum()
+
+    assert checks.check_softmax(stable).passed
+    for energies, _ in checks._EXTREME_ENERGIES:  # each case must sink the naive softmax
+        assert not checks._survives(naive_softmax, energies)
 
 
 def test_softmax_that_does_not_sum_to_one_is_told_so():
@@ -143,6 +324,103 @@ def test_most_attended_must_be_an_int():
     assert result.points == 0 and "as an int; got float" in result.message
 
 
+# ------------------------------------------------------- the student's own work, in NumPy
+
+
+def softmax_via_alias(e):
+    return sm(e)
+
+
+def softmax_via_module(e):
+    return A.softmax(e)
+
+
+def softmax_via_package(e):
+    return course_utils.softmax(e)
+
+
+def my_helper(e):
+    return sm(e)
+
+
+def softmax_via_helper(e):
+    return my_helper(e)
+
+
+def softmax_via_import_module(e):  # no course_utils name in sight: caught while it runs
+    return importlib.import_module("course_utils.attention").softmax(e)
+
+
+def softmax_with_a_branch_never_taken(e):  # caught by reading the code
+    if e.size > 10_000:
+        return sm(e)
+    exps = np.exp(e - e.max())
+    return exps / exps.sum()
+
+
+def energies_via_reference(s, H, W_s, W_h, v):
+    return reference_attention(s, H, W_s, W_h, v).energies
+
+
+def energies_via_lambda(s, H, W_s, W_h, v):
+    attend = lambda: A.additive_attention(s, H, W_s, W_h, v)  # noqa: E731
+    return attend().energies
+
+
+def context_via_reference(weights, H):
+    return H.T @ sm(np.log(weights))
+
+
+@pytest.mark.parametrize(
+    "check, student, uses",
+    [
+        (checks.check_softmax, softmax_via_alias, "uses `sm`, which is "
+                                                  "`course_utils.attention.softmax`"),
+        (checks.check_softmax, softmax_via_module, "uses `A`, which is the module "
+                                                   "`course_utils.attention`"),
+        (checks.check_softmax, softmax_via_package, "uses `course_utils`, which is the package"),
+        (checks.check_softmax, softmax_via_helper, "uses `sm` (through `my_helper`)"),
+        (checks.check_softmax, softmax_via_import_module, "calls "
+                                                          "`course_utils.attention.softmax`"),
+        (checks.check_softmax, softmax_with_a_branch_never_taken, "uses `sm`"),
+        (checks.check_softmax, sm, "is `course_utils.attention.softmax` itself"),
+        (checks.check_energies, energies_via_reference, "uses `reference_attention`, which is "
+                                                        "`course_utils.attention.additive_attention`"),
+        (checks.check_energies, energies_via_lambda, "uses `A`"),
+        (checks.check_context, context_via_reference, "uses `sm`"),
+    ],
+)
+def test_calling_the_course_reference_earns_nothing_and_says_write_it_in_numpy(check, student,
+                                                                              uses):
+    result = check(student)
+    assert result.points == 0
+    assert uses in result.message
+    assert "Write it yourself in NumPy" in result.message
+
+
+def test_watching_for_the_reference_restores_everything_even_when_the_student_raises():
+    events = []
+
+    def profiler(frame, event, arg):
+        events.append(event)
+
+    def cheat_then_crash(e):
+        importlib.import_module("course_utils.attention").softmax(e)
+        raise RuntimeError("boom")
+
+    original = A.softmax
+    sys.setprofile(profiler)
+    try:
+        result = checks.check_softmax(cheat_then_crash)
+        restored = sys.getprofile()
+    finally:
+        sys.setprofile(None)
+    assert restored is profiler and events  # the profiler that was there kept running
+    assert result.points == 0 and "calls `course_utils.attention.softmax`" in result.message
+    assert A.softmax is original and course_utils.softmax is original
+    assert checks.check_softmax(min_shifted_softmax).points == 1  # and the checks still work
+
+
 def test_a_crash_in_student_code_is_reported():
     result = checks.check_softmax(lambda e: 1 / 0)
     assert result.points == 0
@@ -172,3 +450,21 @@ def test_solution_marks_its_manual_question_cell():
     marked = [c for c in cells if c.metadata.get("course", {}).get("manual") == "why"]
     assert len(marked) == 1
     assert marked[0].metadata["course"]["points"] == checks.EXERCISE.manual["why"].points
+
+
+# ------------------------------------------------------ E10.1's answers are the student's
+
+
+NOTEBOOK_1 = ROOT / "notebooks" / "01_bottleneck_and_attention_by_hand.ipynb"
+
+
+def test_notebook_1_works_its_own_example_not_e10_1():
+    notebook = nbformat.read(NOTEBOOK_1, as_version=4)
+    text = "\n".join(c.source + (cell_text(c) if c.cell_type == "code" else "")
+                     for c in notebook.cells)
+    e10_1 = reference_attention(*checks._args(checks.INPUTS))
+    answers = [f"{x:.4f}" for x in (*e10_1.energies, *e10_1.weights, *e10_1.context)]
+    leaked = [number for number in answers if number in text]
+    assert not leaked, f"notebook 1 shows E10.1's answers: {leaked}"
+    assert "np.array([0.5, 0.5])" not in text, "notebook 1 sets up E10.1's inputs"
+    assert "## 4. A worked example, step by step" in text

@@ -181,3 +181,23 @@ def test_command_line_builds_then_reports_up_to_date(tmp_path, capsys):
     )
     assert exercises.main(args) == 2
     assert "E2.ipynb, cell 0, line 1" in capsys.readouterr().err
+
+
+def test_e10_1_cells_that_show_a_result_go_through_try_run():
+    """Run All must not stop at a part that is not written yet: outside its definition and its
+    check, a student's function is only called through ``e10_1.try_run``."""
+    import re
+
+    from course_utils.checks import get_exercise
+
+    student = nbformat.read(ROOT / "exercises" / "E10.1-attention-by-hand.ipynb", as_version=4)
+    targets = [check.target for check in get_exercise("E10.1").checks.values()]
+    shown = 0
+    for cell in student.cells:
+        source = cell.source
+        if cell.cell_type != "code" or source.startswith("def ") or "e10_1.check_" in source:
+            continue
+        for target in targets:
+            assert not re.search(rf"\b{target}\(", source), f"call it via try_run: {source}"
+        shown += source.count("e10_1.try_run(")
+    assert shown == len(targets)

@@ -7,6 +7,12 @@ says what is wrong (shape, sum, which entry) without printing the answer.
 Checks never raise: an untouched exercise (``raise NotImplementedError``), a crash inside
 the student's code, or a missing function all give 0 points and a message.
 
+A check can also insist on the student's own work (``own_work=``): a function that uses the
+library modules holding the answer gets 0 points and is told to write it itself (see
+:mod:`course_utils.checks.own_work`). :func:`try_run` lets a notebook show what a student's
+function returns on the exercise's inputs without stopping at a part that is not done yet, so
+that Run All reaches every check and the score.
+
 Each exercise is an :class:`Exercise` that registers its checks and its manually graded
 questions; :func:`get_exercise` finds it by id (``"E10.1"``), and
 :meth:`Exercise.grade` runs every check against a notebook's namespace.
@@ -15,8 +21,15 @@ questions; :func:`get_exercise` finds it by id (``"E10.1"``), and
 from __future__ import annotations
 
 import importlib
+import inspect
+import os
+import sysconfig
+import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
+
+from course_utils.checks.own_work import module_files, references_to, watch_calls
 
 __all__ = [
     "Check",
@@ -25,6 +38,8 @@ __all__ = [
     "Exercise",
     "ManualQuestion",
     "get_exercise",
+    "student_line",
+    "try_run",
 ]
 
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` with your code"
@@ -73,13 +88,18 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class Check:
-    """One automatically graded part: ``body(student_fn)`` raises CheckFailed or returns."""
+    """One automatically graded part: ``body(student_fn)`` raises CheckFailed or returns.
+
+    ``own_work`` names library modules that hold the answer (``"course_utils.attention"``):
+    a student function that uses them, directly or through a helper, earns 0 points.
+    """
 
     exercise: str
     name: str
     points: float
     target: str  # the name of the student's function in the notebook
     body: Callable[[Callable], str | None]
+    own_work: tuple[str, ...] = ()
 
     def __call__(self, student_fn: object) -> CheckResult:
         def result(points: float, message: str) -> CheckResult:
@@ -92,15 +112,48 @@ class Check:
                 0.0,
                 f"expected the function `{self.target}`; got a {type(student_fn).__name__}",
             )
+        if self.own_work:
+            used = references_to(student_fn, self.own_work)
+            if used:
+                return result(0.0, self._not_own_work(used[0]))
+        entered: list[str] = []
+        points, message = self._run_body(self._watched(student_fn, entered))
+        if entered:
+            return result(0.0, self._not_own_work(f"calls `{entered[0]}`"))
+        return result(points, message)
+
+    def _run_body(self, student_fn: Callable) -> tuple[float, str]:
         try:
             message = self.body(student_fn)
         except NotImplementedError:
-            return result(0.0, NOT_IMPLEMENTED)
+            return 0.0, NOT_IMPLEMENTED
         except CheckFailed as failed:
-            return result(min(failed.points, self.points), failed.message)
+            return min(failed.points, self.points), failed.message
         except Exception as error:  # the student's code crashed: report, never raise
-            return result(0.0, f"`{self.target}` raised {type(error).__name__}: {error}")
-        return result(self.points, message or "correct")
+            return 0.0, f"`{self.target}` raised {type(error).__name__}: {error}"
+        return self.points, message or "correct"
+
+    def _watched(self, student_fn: Callable, entered: list[str]) -> Callable:
+        """``student_fn``, recording into ``entered`` each call it makes into ``own_work``."""
+        if not self.own_work:
+            return student_fn
+        files = module_files(self.own_work)
+
+        def watched(*args: object, **kwargs: object) -> object:
+            with watch_calls(files) as calls:
+                try:
+                    return student_fn(*args, **kwargs)
+                finally:
+                    entered.extend(calls)
+
+        return watched
+
+    def _not_own_work(self, what: str) -> str:
+        return (
+            f"`{self.target}` {what}: that is the course's reference implementation, which "
+            "this check compares against, so this part earns no points. Write it yourself "
+            "in NumPy"
+        )
 
 
 @dataclass(frozen=True)
@@ -120,13 +173,13 @@ class Exercise:
     checks: dict[str, Check] = field(default_factory=dict)
     manual: dict[str, ManualQuestion] = field(default_factory=dict)
 
-    def check(self, name: str, *, points: float, target: str):
+    def check(self, name: str, *, points: float, target: str, own_work: tuple[str, ...] = ()):
         """Decorator registering a check body under ``name``; returns the runnable Check."""
 
         def register(body: Callable[[Callable], str | None]) -> Check:
             if name in self.checks or name in self.manual:
                 raise ValueError(f"{self.id} already has a part named {name!r}")
-            check = Check(self.id, name, points, target, body)
+            check = Check(self.id, name, points, target, body, own_work)
             self.checks[name] = check
             return check
 
@@ -166,3 +219,56 @@ def get_exercise(exercise_id: str) -> Exercise:
         known = ", ".join(sorted(_MODULES))
         raise ValueError(f"unknown exercise {exercise_id!r}; expected one of: {known}")
     return importlib.import_module(_MODULES[exercise_id]).EXERCISE
+
+
+# ------------------------------------------------------------------ showing a part's result
+
+#: Folders of installed code (the standard library, NumPy, ...) and of this package: a
+#: traceback's last frame outside them is the student's own line.
+_LIBRARY_FOLDERS = tuple(
+    {os.path.dirname(os.path.dirname(__file__))}
+    | {path for key, path in sysconfig.get_paths().items() if key in ("stdlib", "purelib",
+                                                                       "platlib")}
+)
+
+
+def student_line(error: BaseException) -> str:
+    """`` (in `f`, at `the line`)``: where in the student's code ``error`` was raised."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if not f.filename.startswith(_LIBRARY_FOLDERS)]
+    if not frames or not frames[-1].line:
+        return ""
+    return f" (in `{frames[-1].name}`, at `{frames[-1].line.strip()}`)"
+
+
+def try_run(function: object, *args: object) -> Any:
+    """``function(*args)``, or ``None`` with a one-line explanation instead of an error.
+
+    For the notebook cells that show what a student's function returns: a part that is not
+    written yet (``raise NotImplementedError``), an argument that is ``None`` because an
+    earlier part is not done, or a crash, prints why and lets the next cells run, so Run All
+    still reaches every check and the score.
+    """
+    name = getattr(function, "__name__", "this function")
+    if not callable(function):
+        print(f"`{name}` is not a function (got a {type(function).__name__}): "
+              "run the cell that defines it")
+        return None
+    missing = [index for index, arg in enumerate(args) if arg is None]
+    if missing:
+        try:
+            names = list(inspect.signature(function).parameters)
+            what = f"its argument `{names[missing[0]]}` is"
+        except (TypeError, ValueError, IndexError):
+            what = "an argument is"
+        print(f"`{name}` not run here: {what} None, as the part that computes it is not done "
+              "yet. Its own check above tests it anyway")
+        return None
+    try:
+        return function(*args)
+    except NotImplementedError:
+        print(f"`{name}` is not written yet, so there is nothing to show: write it, "
+              "then run its check")
+    except Exception as error:
+        print(f"`{name}` raised {type(error).__name__}: {error}{student_line(error)}")
+    return None

@@ -7,6 +7,15 @@ Students write four functions; each check runs the student's function on the E10
 inputs and on fresh inputs of other sizes (so a hard-coded answer does not pass), compares
 with :func:`course_utils.attention.additive_attention`, and names the wrong entries or the
 likely mistake without printing the expected numbers.
+
+Points: a recognised wrong formula (the usual mistakes, see :func:`_energy_mistake`) earns
+nothing, even where E10.1's identity matrices and ``v = [1, 1]`` hide it; a function that is
+right on E10.1 but fails on other inputs for a reason the check cannot name keeps one point.
+A function that hands the work to ``course_utils.attention`` (the reference the checks compare
+with) earns nothing: the exercise is to write it in NumPy.
+
+:func:`try_run` is what the exercise's "your function on the E10.1 inputs" cells call, so
+that Run All on an unfinished exercise reaches every check and the score.
 """
 
 from __future__ import annotations
@@ -17,12 +26,15 @@ import numpy as np
 
 from course_utils.attention import additive_attention
 from course_utils.attention import softmax as reference_softmax
-from course_utils.checks import CheckFailed, Exercise
+from course_utils.checks import CheckFailed, Exercise, student_line, try_run
 
 __all__ = ["EXERCISE", "INPUTS", "check_context", "check_energies", "check_most_attended",
-           "check_softmax"]
+           "check_softmax", "try_run"]
 
 EXERCISE = Exercise("E10.1", "Attention computed by hand")
+
+#: The library module that computes the answers; students must not call it.
+REFERENCE = ("course_utils.attention",)
 
 #: The exercise's inputs, rows of ``encoder_states`` are h_1, h_2, h_3.
 INPUTS = {
@@ -36,10 +48,9 @@ INPUTS = {
 _TOLERANCE = 1e-6
 
 
-def _general_inputs(seed: int = 101) -> dict[str, np.ndarray]:
-    """Inputs where dec_dim, enc_dim, attn_dim and src_len all differ."""
+def _random_inputs(seed: int, dec_dim: int, enc_dim: int, attn_dim: int,
+                   src_len: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
-    dec_dim, enc_dim, attn_dim, src_len = 3, 5, 4, 6
     return {
         "decoder_state": rng.normal(size=dec_dim),
         "encoder_states": rng.normal(size=(src_len, enc_dim)),
@@ -47,6 +58,18 @@ def _general_inputs(seed: int = 101) -> dict[str, np.ndarray]:
         "W_h": rng.normal(size=(attn_dim, enc_dim)),
         "v": rng.normal(size=attn_dim),
     }
+
+
+def _general_inputs(seed: int = 101) -> dict[str, np.ndarray]:
+    """Inputs where dec_dim, enc_dim, attn_dim and src_len all differ."""
+    return _random_inputs(seed, dec_dim=3, enc_dim=5, attn_dim=4, src_len=6)
+
+
+def _square_inputs(seed: int = 202) -> dict[str, np.ndarray]:
+    """dec_dim = enc_dim = attn_dim (but src_len differs), with matrices that are neither the
+    identity nor symmetric: a formula that mixes the matrices up still runs here, and its
+    numbers tell which mix-up it is."""
+    return _random_inputs(seed, dec_dim=4, enc_dim=4, attn_dim=4, src_len=5)
 
 
 _ORDER = ("decoder_state", "encoder_states", "W_s", "W_h", "v")
@@ -85,70 +108,6 @@ def _close(a: np.ndarray, b: np.ndarray) -> bool:
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=0, atol=_TOLERANCE))
 
 
-# ----------------------------------------------------------------------------- energies
-
-
-def _energy_mistake(got: np.ndarray, inputs: dict[str, np.ndarray]) -> str | None:
-    """Name the mistake if ``got`` matches a common wrong formula."""
-    s, H = inputs["decoder_state"], inputs["encoder_states"]
-    query, keys = inputs["W_s"] @ s, H @ inputs["W_h"].T
-    candidates = {
-        "the tanh is missing: e_j = v^T tanh(W_s s + W_h h_j)": (query + keys) @ inputs["v"],
-        "v is not used: reduce the alignment vector with v, not with a plain sum": np.tanh(
-            query + keys
-        ).sum(axis=1),
-        "these are weights, not energies: return the energies before the softmax": (
-            reference_softmax(np.tanh(query + keys) @ inputs["v"])
-        ),
-    }
-    for hint, wrong in candidates.items():
-        if _close(got, wrong):
-            return hint
-    return None
-
-
-@EXERCISE.check("energies", points=3, target="compute_energies")
-def check_energies(compute_energies: Callable) -> str:
-    """``compute_energies(decoder_state, encoder_states, W_s, W_h, v)`` -> ``(src_len,)``."""
-    exercise = INPUTS
-    expected = additive_attention(**_rename(exercise)).energies
-    got = _as_array(
-        compute_energies(*_args(exercise)), "compute_energies", expected.shape,
-        "one energy per encoder state",
-    )
-    if not _close(got, expected):
-        hint = _energy_mistake(got, exercise)
-        wrong = _wrong_entries(got, expected, "e")
-        raise CheckFailed(f"on the E10.1 inputs, {wrong} are off" + (f": {hint}" if hint else ""))
-
-    general = _general_inputs()
-    expected = additive_attention(**_rename(general)).energies
-    try:
-        got = compute_energies(*_args(general))
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        raise CheckFailed(
-            "right on E10.1, but it fails when the decoder, encoder and alignment sizes differ "
-            f"({type(error).__name__}: {error}); check which matrix multiplies which state",
-            points=1,
-        ) from None
-    try:
-        got = _as_array(got, "compute_energies", expected.shape, "one energy per encoder state")
-    except CheckFailed as failed:
-        raise CheckFailed(
-            f"right on E10.1, but on other inputs {failed.message}: "
-            "is something specific to E10.1 built in?",
-            points=1,
-        ) from None
-    if not _close(got, expected):
-        hint = _energy_mistake(got, general) or (
-            "is something specific to E10.1 (identity matrices, 2 dimensions) built in?"
-        )
-        raise CheckFailed(f"right on E10.1 but not on other inputs: {hint}", points=1)
-    return "energies are right on E10.1 and on inputs of other sizes"
-
-
 def _rename(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The exercise's argument names mapped to :func:`additive_attention`'s."""
     renamed = dict(inputs)
@@ -156,10 +115,201 @@ def _rename(inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return renamed
 
 
+# ----------------------------------------------------------------------------- energies
+
+
+def _sizes(inputs: dict[str, np.ndarray]) -> dict[str, int]:
+    src_len, enc_dim = inputs["encoder_states"].shape
+    attn_dim, dec_dim = inputs["W_s"].shape
+    return {"src_len": src_len, "enc_dim": enc_dim, "attn_dim": attn_dim, "dec_dim": dec_dim}
+
+
+def _shapes(inputs: dict[str, np.ndarray]) -> str:
+    return ", ".join(f"{name} {inputs[name].shape}" for name in _ORDER)
+
+
+def _right_shapes(inputs: dict[str, np.ndarray]) -> str:
+    """How the shapes fit together in e_j = v^T tanh(W_s s + W_h h_j), for these inputs."""
+    n = _sizes(inputs)
+    return (
+        f"the query W_s @ decoder_state is (attn_dim,) = ({n['attn_dim']},); the keys, row j "
+        f"being W_h h_j, are encoder_states @ W_h.T, (src_len, attn_dim) = ({n['src_len']}, "
+        f"{n['attn_dim']}); the query is added to every row, tanh applies entry by entry, and "
+        f"@ v leaves one energy per position, ({n['src_len']},)"
+    )
+
+
+# Each usual mistake: how it is computed, and what to tell the student about it. The hints
+# are formatted with the sizes of the inputs the mistake was seen on.
+_ENERGY_MISTAKES: list[tuple[str, Callable[..., np.ndarray]]] = [
+    ("the tanh is missing: e_j = v^T tanh(W_s s + W_h h_j)",
+     lambda s, H, W_s, W_h, v: (W_s @ s + H @ W_h.T) @ v),
+    ("v is inside the tanh: first squash the alignment vector W_s s + W_h h_j with tanh, "
+     "then reduce it to one number with v (e_j = v^T tanh(...)); multiplying by v before the "
+     "tanh changes what gets squashed",
+     lambda s, H, W_s, W_h, v: np.tanh((W_s @ s + H @ W_h.T) * v).sum(axis=1)),
+    ("v is inside the tanh: first squash the alignment vector W_s s + W_h h_j with tanh, "
+     "then take its dot product with v (e_j = v^T tanh(...)), not tanh of that dot product",
+     lambda s, H, W_s, W_h, v: np.tanh((W_s @ s + H @ W_h.T) @ v)),
+    ("v is not used: reduce the alignment vector with v, not with a plain sum",
+     lambda s, H, W_s, W_h, v: np.tanh(W_s @ s + H @ W_h.T).sum(axis=1)),
+    ("the projections are left out: tanh(s + h_j) adds the raw states, but the query is "
+     "W_s s and the keys are W_h h_j. Only the projections bring both into the same "
+     "{attn_dim}-d alignment space; E10.1's identity matrices hide this",
+     lambda s, H, W_s, W_h, v: np.tanh(s + H) @ v),
+    ("W_s is left out: the query is W_s s, not s (E10.1's W_s = I hides this)",
+     lambda s, H, W_s, W_h, v: np.tanh(s + H @ W_h.T) @ v),
+    ("W_h is left out: the keys are W_h h_j, not h_j (E10.1's W_h = I hides this)",
+     lambda s, H, W_s, W_h, v: np.tanh(W_s @ s + H) @ v),
+    ("`encoder_states @ W_h` needs a transpose: encoder_states is (src_len, enc_dim) = "
+     "({src_len}, {enc_dim}) and W_h is (attn_dim, enc_dim) = ({attn_dim}, {enc_dim}). "
+     "Each key is W_h h_j; with the h_j as rows, all keys at once are encoder_states @ W_h.T, "
+     "a (src_len, attn_dim) = ({src_len}, {attn_dim}) matrix. Without .T the product only "
+     "fits when enc_dim = attn_dim, and then it computes the wrong keys (h_j^T W_h); "
+     "E10.1's W_h = I hides this",
+     lambda s, H, W_s, W_h, v: np.tanh(W_s @ s + H @ W_h) @ v),
+    ("the query is s^T W_s (decoder_state @ W_s) but should be W_s s (W_s @ decoder_state): "
+     "W_s is (attn_dim, dec_dim) = ({attn_dim}, {dec_dim}), so it multiplies the state from "
+     "the left",
+     lambda s, H, W_s, W_h, v: np.tanh(s @ W_s + H @ W_h.T) @ v),
+    ("W_s and W_h are swapped: W_s projects the decoder state s, W_h the encoder states h_j",
+     lambda s, H, W_s, W_h, v: np.tanh(W_h @ s + H @ W_s.T) @ v),
+    ("these are weights, not energies: return the energies before the softmax",
+     lambda s, H, W_s, W_h, v: reference_softmax(np.tanh(W_s @ s + H @ W_h.T) @ v)),
+]
+
+
+def _energy_mistake(got: np.ndarray, inputs: dict[str, np.ndarray],
+                    shapes_of: dict[str, np.ndarray] | None = None) -> str | None:
+    """Name the mistake if ``got`` matches a common wrong formula on ``inputs``; the hint
+    quotes the sizes of ``shapes_of`` (default: ``inputs``)."""
+    for hint, formula in _ENERGY_MISTAKES:
+        try:
+            with np.errstate(all="ignore"):
+                wrong = np.asarray(formula(*_args(inputs)), dtype=float)
+        except ValueError:  # this mistake cannot run on these shapes
+            continue
+        if _close(got, wrong):
+            return hint.format(**_sizes(inputs if shapes_of is None else shapes_of))
+    return None
+
+
+def _energies_raised(compute_energies: Callable, inputs: dict[str, np.ndarray],
+                     error: Exception, where: str, points: float) -> CheckFailed:
+    """What to tell a student whose function raised ``error`` on ``inputs``.
+
+    NumPy's own message (a matmul "gufunc signature", or "operands could not be broadcast")
+    does not say which product is wrong. So the function also runs on inputs where every
+    matrix is square: a mix-up runs there, and its numbers name it. Otherwise the message
+    lists the shapes and how they must fit.
+    """
+    square = _square_inputs()
+    try:
+        with np.errstate(all="ignore"):
+            on_square = np.asarray(compute_energies(*_args(square)), dtype=float)
+        mistake = _energy_mistake(on_square, square, shapes_of=inputs)
+    except Exception:
+        mistake = None
+    if mistake is not None:
+        return CheckFailed(f"{where} it raises {type(error).__name__}: {mistake}")
+    if isinstance(error, ValueError):  # NumPy's shape errors: matmul, broadcasting
+        return CheckFailed(
+            f"{where} the shapes do not fit together{student_line(error)}. There "
+            f"{_shapes(inputs)}: {_right_shapes(inputs)}",
+            points=points,
+        )
+    return CheckFailed(
+        f"{where} it raises {type(error).__name__}: {error}{student_line(error)}; "
+        "check which matrix multiplies which state",
+        points=points,
+    )
+
+
+@EXERCISE.check("energies", points=3, target="compute_energies", own_work=REFERENCE)
+def check_energies(compute_energies: Callable) -> str:
+    """``compute_energies(decoder_state, encoder_states, W_s, W_h, v)`` -> ``(src_len,)``."""
+    exercise = INPUTS
+    expected = additive_attention(**_rename(exercise)).energies
+    try:
+        got = compute_energies(*_args(exercise))
+    except ValueError as error:  # NumPy's shape errors; other errors are reported as raised
+        raise _energies_raised(compute_energies, exercise, error, "on the E10.1 inputs",
+                               points=0) from None
+    got = _as_array(got, "compute_energies", expected.shape, "one energy per encoder state")
+    if not _close(got, expected):
+        hint = _energy_mistake(got, exercise)
+        wrong = _wrong_entries(got, expected, "e")
+        raise CheckFailed(f"on the E10.1 inputs, {wrong} are off" + (f": {hint}" if hint else ""))
+
+    general = _general_inputs()
+    where = (
+        "right on E10.1, but on inputs where the sizes differ (dec_dim {dec_dim}, enc_dim "
+        "{enc_dim}, attn_dim {attn_dim}, src_len {src_len})".format(**_sizes(general))
+    )
+    expected = additive_attention(**_rename(general)).energies
+    try:
+        got = compute_energies(*_args(general))
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise _energies_raised(compute_energies, general, error, where, points=1) from None
+    try:
+        got = _as_array(got, "compute_energies", expected.shape, "one energy per encoder state")
+    except CheckFailed as failed:
+        raise CheckFailed(
+            f"{where}, {failed.message}: is something specific to E10.1 built in?",
+            points=1,
+        ) from None
+    if not _close(got, expected):
+        hint = _energy_mistake(got, general)
+        if hint is not None:
+            raise CheckFailed(f"{where}, the energies are off: {hint}")
+        raise CheckFailed(
+            f"{where}, the energies are off: is something specific to E10.1 (identity "
+            "matrices, 2 dimensions) built in?",
+            points=1,
+        )
+    return "energies are right on E10.1 and on inputs of other sizes"
+
+
 # ------------------------------------------------------------------------------ softmax
 
+#: Energies a softmax must survive, and what goes wrong when it does not. Subtracting the
+#: largest energy passes all of them; subtracting nothing fails the first, and subtracting the
+#: smallest energy (or the mean) passes the first and fails a wide spread.
+_EXTREME_ENERGIES = [
+    (np.array([1000.0, 1001.0, 1002.0]),
+     "on energies near 1000, [1000, 1001, 1002], exp() overflows (exp(1000) is infinite in "
+     "floating point)"),
+    (np.array([0.0, 1000.0]),
+     "on energies far apart, [0, 1000], exp() still overflows: shifting by the smallest "
+     "energy leaves the largest one at 1000"),
+    (np.array([-1500.0, 0.0, 1500.0]),
+     "on energies far apart, [-1500, 0, 1500], exp() still overflows: shifting by the mean "
+     "(or the smallest energy) leaves the largest one huge"),
+    (np.array([-1002.0, -1001.0, -1000.0]),
+     "on very negative energies, [-1002, -1001, -1000], every exp() underflows to 0 and the "
+     "division is 0 / 0"),
+]
 
-@EXERCISE.check("softmax", points=2, target="softmax")
+
+def _survives(softmax: Callable, energies: np.ndarray) -> bool:
+    """Whether ``softmax(energies)`` is finite, non-negative, sums to 1 and is right."""
+    with np.errstate(all="ignore"):
+        try:
+            got = np.asarray(softmax(energies.copy()), dtype=float)
+        except (OverflowError, FloatingPointError, ZeroDivisionError):
+            return False
+    return bool(
+        got.shape == energies.shape
+        and np.all(np.isfinite(got))
+        and np.all(got >= 0)
+        and abs(got.sum() - 1.0) <= _TOLERANCE
+        and np.allclose(got, reference_softmax(energies), rtol=0, atol=_TOLERANCE)
+    )
+
+
+@EXERCISE.check("softmax", points=2, target="softmax", own_work=REFERENCE)
 def check_softmax(softmax: Callable) -> str:
     """``softmax(energies)`` -> weights of the same shape that sum to 1."""
     rng = np.random.default_rng(7)
@@ -184,26 +334,22 @@ def check_softmax(softmax: Callable) -> str:
             wrong = _wrong_entries(got, expected, "alpha")
             raise CheckFailed(f"{wrong} are off: alpha_j = exp(e_j) / sum_k exp(e_k)")
 
-    large = np.array([1000.0, 1001.0, 1002.0])
-    with np.errstate(all="ignore"):
-        try:
-            got = np.asarray(softmax(large.copy()), dtype=float)
-        except (OverflowError, FloatingPointError):
-            got = np.full(3, np.nan)
-    if got.shape != large.shape or not np.allclose(got, reference_softmax(large), atol=1e-6):
-        raise CheckFailed(
-            "right on ordinary energies, but energies near 1000 overflow exp(): subtract the "
-            "largest energy first (softmax does not change when every energy shifts by the "
-            "same amount)",
-            points=1,
-        )
-    return "weights are right, sum to 1, and large energies do not overflow"
+    for energies, problem in _EXTREME_ENERGIES:
+        if not _survives(softmax, energies):
+            raise CheckFailed(
+                f"right on ordinary energies, but {problem}. Subtract the largest energy "
+                "first: softmax does not change when every energy shifts by the same amount, "
+                "and after that shift every exponent is at most 0, so each exp() lies between "
+                "0 and 1 and the largest is exactly 1",
+                points=1,
+            )
+    return "weights are right, sum to 1, and large or far-apart energies do not overflow"
 
 
 # ------------------------------------------------------------------------------ context
 
 
-@EXERCISE.check("context", points=2, target="compute_context")
+@EXERCISE.check("context", points=2, target="compute_context", own_work=REFERENCE)
 def check_context(compute_context: Callable) -> str:
     """``compute_context(weights, encoder_states)`` -> ``(enc_dim,)``."""
     rng = np.random.default_rng(3)
@@ -234,7 +380,7 @@ def check_context(compute_context: Callable) -> str:
 # ------------------------------------------------------------------------ most attended
 
 
-@EXERCISE.check("most_attended", points=1, target="most_attended")
+@EXERCISE.check("most_attended", points=1, target="most_attended", own_work=REFERENCE)
 def check_most_attended(most_attended: Callable) -> str:
     """``most_attended(weights)`` -> the position j (1, 2, 3, ...) with the largest weight."""
     cases = [

@@ -1,0 +1,137 @@
+"""Is it the student's own code? Spot a function that hands its work to the course's reference.
+
+Some exercises ask students to write, in NumPy, what ``course_utils`` already computes (E10.1:
+energies, softmax, context). A function that calls the library would pass every numerical
+check, so such a check names the library modules that hold the answer, and
+:class:`course_utils.checks.Check` looks for them in two ways:
+
+- :func:`references_to` reads the function's code: every global or closure name it uses (in
+  nested functions and lambdas too, and in the helper functions it calls, followed
+  recursively) that is bound to one of those modules or to something defined in them. That
+  finds ``from course_utils.attention import softmax as sm``, ``import course_utils.attention
+  as A`` and ``import course_utils``, even on a branch the check's inputs never take.
+- :func:`watch_calls` records, while the function runs, every Python function entered whose
+  code lives in those modules' files, whatever name or path the call took (a helper, a
+  ``functools.partial``, ``getattr``, ``map``). It uses :func:`sys.setprofile`, chained to any
+  profiler already installed and restored afterwards, so nothing in ``course_utils`` is ever
+  replaced.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["module_files", "references_to", "watch_calls"]
+
+#: How deep :func:`references_to` follows helper functions that call helper functions.
+_MAX_DEPTH = 8
+
+
+def module_files(modules: Iterable[str]) -> dict[str, str]:
+    """The source file of each of ``modules`` (imported if needed), as code objects name it,
+    mapped to the module's name."""
+    files = {}
+    for name in modules:
+        path = getattr(importlib.import_module(name), "__file__", None)
+        if path:
+            files[path] = name
+    return files
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    """``code`` and every function, lambda or comprehension body nested in it."""
+    yield code
+    for constant in code.co_consts:
+        if isinstance(constant, types.CodeType):
+            yield from _code_objects(constant)
+
+
+def _bound_names(function: types.FunctionType) -> Iterator[tuple[str, Any]]:
+    """(name, value) for every global and closure variable the function's code uses."""
+    scope = function.__globals__
+    for code in _code_objects(function.__code__):
+        for name in code.co_names:  # globals, and attribute names (not in scope: skipped)
+            if name in scope:
+                yield name, scope[name]
+    for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
+        try:
+            yield name, cell.cell_contents
+        except ValueError:  # a closure variable not assigned yet
+            continue
+
+
+def _origin(value: object, package: str, modules: frozenset[str]) -> str | None:
+    """The dotted name of ``value`` if it is a forbidden module or defined in one."""
+    if isinstance(value, types.ModuleType):
+        if value.__name__ == package or value.__name__ in modules:
+            kind = "package" if value.__name__ == package else "module"
+            return f"the {kind} `{value.__name__}`"
+        return None
+    module = getattr(value, "__module__", None)
+    if module in modules and callable(value):
+        qualname = getattr(value, "__qualname__", type(value).__name__)
+        return f"`{module}.{qualname}`"
+    return None
+
+
+def references_to(function: Callable, modules: Iterable[str]) -> list[str]:
+    """What ``function`` (or a helper it calls) uses from ``modules``, as phrases that follow
+    the function's name: ``["uses `sm`, which is `course_utils.attention.softmax`"]``; empty
+    when nothing.
+
+    A module of the package itself (``course_utils``) counts too: its attributes lead to the
+    same functions.
+    """
+    modules = frozenset(modules)
+    package = next(iter(modules)).split(".")[0] if modules else ""
+    found: list[str] = []
+    seen: set[int] = set()
+
+    def visit(candidate: object, via: list[str]) -> None:
+        if not isinstance(candidate, types.FunctionType) or id(candidate) in seen:
+            return
+        seen.add(id(candidate))
+        if len(via) > _MAX_DEPTH or str(candidate.__module__).startswith(package + "."):
+            return
+        for name, value in _bound_names(candidate):
+            origin = _origin(value, package, modules)
+            if origin is not None:
+                through = f" (through `{'` and `'.join(via)}`)" if via else ""
+                described = f"uses `{name}`{through}, which is {origin}"
+                if described not in found:
+                    found.append(described)
+            else:
+                visit(value, [*via, name])  # a helper the student wrote
+
+    itself = _origin(function, package, modules)
+    if itself is not None:
+        return [f"is {itself} itself"]
+    visit(function, [])
+    return found
+
+
+@contextmanager
+def watch_calls(files: Mapping[str, str]) -> Iterator[list[str]]:
+    """Record the dotted names (``course_utils.attention.softmax``) of the Python functions
+    entered inside the ``with`` block whose code lives in ``files`` (file -> module name, as
+    :func:`module_files` gives). The previous profiler (if any) keeps running and is put back
+    afterwards, however the block ends."""
+    entered: list[str] = []
+    previous: Any = sys.getprofile()  # whoever profiles already (a profiler, a debugger)
+
+    def profile(frame: types.FrameType, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code.co_filename in files:
+            entered.append(f"{files[frame.f_code.co_filename]}.{frame.f_code.co_qualname}")
+        if previous is not None:
+            previous(frame, event, arg)
+
+    sys.setprofile(profile)
+    try:
+        yield entered
+    finally:
+        sys.setprofile(previous)
