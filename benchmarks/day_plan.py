@@ -4,8 +4,9 @@
     python benchmarks/day_plan.py --quick --out /tmp/plan.md   # seconds, smoke-test scale
 
 Every lecture notebook and worked solution runs in a fresh kernel in its real configuration
-(``COURSE_QUICK`` unset unless ``--quick``), from its own folder, without saving anything back
-to the notebook; the seconds of every cell are recorded. Notebook 4 retrains its models and
+(``COURSE_QUICK`` unset unless ``--quick``), from its own folder, and the seconds of every cell
+are recorded. Nothing is written back to the notebooks unless ``--save`` is given (then each is
+saved with its outputs, exactly as ``course-execute`` saves it). Notebook 4 retrains its models and
 rewrites its checkpoints (the same seeds give the same models), so it runs before notebook 5
 and the solutions that read them.
 
@@ -32,15 +33,14 @@ import os
 import platform
 import re
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from course_utils.execute import run_notebook  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 
 WORDS_PER_MINUTE = 120
@@ -105,26 +105,6 @@ def _words(text: str) -> int:
 def _code_lines(source: str) -> int:
     return sum(1 for line in source.splitlines()
                if line.strip() and not line.strip().startswith("#"))
-
-
-def run_and_time(path: Path) -> tuple[nbformat.NotebookNode, list[float], float]:
-    """Execute ``path`` in a fresh kernel without saving it; seconds per cell and in all."""
-    notebook = nbformat.read(path, as_version=4)
-    started: dict[int, float] = {}
-    seconds = [0.0] * len(notebook.cells)
-
-    def on_start(cell, cell_index, **_):
-        started[cell_index] = time.perf_counter()
-
-    def on_done(cell, cell_index, **_):
-        seconds[cell_index] = time.perf_counter() - started.get(cell_index, time.perf_counter())
-
-    client = NotebookClient(notebook, timeout=None,
-                            resources={"metadata": {"path": str(path.parent)}},
-                            on_cell_start=on_start, on_cell_executed=on_done)
-    start = time.perf_counter()
-    client.execute()
-    return notebook, seconds, time.perf_counter() - start
 
 
 def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[Section]:
@@ -193,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", default=NOTEBOOKS,
                         help="notebooks to time, relative to the course folder (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "day_plan.md")
+    parser.add_argument("--save", action="store_true",
+                        help="save each executed notebook with its outputs, as course-execute does")
     args = parser.parse_args(argv)
     if args.quick:
         os.environ["COURSE_QUICK"] = "1"
@@ -205,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     timed = []
     for relative in args.notebooks:
-        notebook, seconds, wall = run_and_time(ROOT / relative)
-        item = Timed(relative, sections_of(notebook, seconds), wall)
+        run = run_notebook(ROOT / relative, save=args.save)
+        seconds = run.cell_seconds
+        item = Timed(relative, sections_of(run.notebook, seconds), run.seconds)
         timed.append(item)
         print(f"{relative}: {item.minutes:.0f} min "
               f"(computing {sum(seconds) / 60:.1f} min)", flush=True)

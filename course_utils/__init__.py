@@ -44,6 +44,8 @@ _EXPORTS = {
     "scaled": "course_utils.config",
     "plot_attention": "course_utils.plotting",
     "plot_attention_grid": "course_utils.plotting",
+    "plot_decoding_step": "course_utils.plotting",
+    "plot_encoder_decoder": "course_utils.plotting",
     "plot_weights": "course_utils.plotting",
 }
 

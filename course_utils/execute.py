@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -23,22 +24,50 @@ from nbclient.exceptions import CellExecutionError
 
 from course_utils.files import write_text_atomically
 
-__all__ = ["execute_notebook", "main"]
+__all__ = ["Run", "execute_notebook", "main", "run_notebook"]
+
+
+@dataclass
+class Run:
+    """One top-to-bottom run: the executed notebook, seconds in all and per cell."""
+
+    notebook: nbformat.NotebookNode
+    seconds: float
+    cell_seconds: list[float]
+
+
+def run_notebook(path: str | Path, timeout: float | None = None, save: bool = True) -> Run:
+    """Run ``path`` in a fresh kernel, timing every cell; with ``save``, replace the file with
+    the executed notebook (atomically, only once every cell ran). Raises on the first failing
+    cell without touching the file."""
+    path = Path(path)
+    notebook = nbformat.read(path, as_version=4)
+    started: dict[int, float] = {}
+    cell_seconds = [0.0] * len(notebook.cells)
+
+    def on_start(cell, cell_index, **_):
+        started[cell_index] = time.perf_counter()
+
+    def on_done(cell, cell_index, **_):
+        cell_seconds[cell_index] = time.perf_counter() - started.get(cell_index,
+                                                                     time.perf_counter())
+
+    client = NotebookClient(notebook, timeout=timeout, coalesce_streams=True,
+                            resources={"metadata": {"path": str(path.parent)}},
+                            on_cell_start=on_start, on_cell_executed=on_done)
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    if save:
+        text = nbformat.writes(notebook)
+        write_text_atomically(path, text if text.endswith("\n") else text + "\n")
+    return Run(notebook, seconds, cell_seconds)
 
 
 def execute_notebook(path: str | Path, timeout: float | None = None) -> float:
     """Run ``path`` in place; returns the seconds it took. Raises on the first failing cell
     without touching the file."""
-    path = Path(path)
-    notebook = nbformat.read(path, as_version=4)
-    client = NotebookClient(notebook, timeout=timeout, coalesce_streams=True,
-                            resources={"metadata": {"path": str(path.parent)}})
-    start = time.perf_counter()
-    client.execute()
-    seconds = time.perf_counter() - start
-    text = nbformat.writes(notebook)
-    write_text_atomically(path, text if text.endswith("\n") else text + "\n")
-    return seconds
+    return run_notebook(path, timeout).seconds
 
 
 def main(argv: list[str] | None = None) -> int:
