@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import platform
 import re
@@ -107,19 +108,29 @@ def _code_lines(source: str) -> int:
                if line.strip() and not line.strip().startswith("#"))
 
 
+def _split_markdown(source: str) -> list[tuple[str | None, str]]:
+    """``[(heading or None, text)]``: a markdown cell cut at each of its ``## `` headings."""
+    parts: list[tuple[str | None, list[str]]] = [(None, [])]
+    for line in source.splitlines():
+        if line.startswith("## "):
+            parts.append((line[3:].strip(), []))
+        parts[-1][1].append(line)
+    return [(heading, "\n".join(lines)) for heading, lines in parts if heading or lines]
+
+
 def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[Section]:
-    """Split a notebook at its ``## `` headings and measure each part."""
+    """Split a notebook at its ``## `` headings (wherever they sit in a cell) and measure
+    each part."""
     sections = [Section("(header and set-up)")]
     for cell, cell_seconds in zip(notebook.cells, seconds):
         source = cell.source
         if cell.cell_type == "markdown":
-            heading = next((line for line in source.splitlines() if line.startswith("## ")), None)
-            if heading:
-                sections.append(Section(heading[3:].strip()))
-            section = sections[-1]
-            answers = SOLUTION.findall(source)
-            section.solution_words += sum(_words(a) for a in answers)
-            section.words += _words(SOLUTION.sub("", source))
+            for heading, text in _split_markdown(source):
+                if heading:
+                    sections.append(Section(heading))
+                section = sections[-1]
+                section.solution_words += sum(_words(a) for a in SOLUTION.findall(text))
+                section.words += _words(SOLUTION.sub("", text))
             continue
         section = sections[-1]
         if cell.cell_type != "code":
@@ -198,6 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         command += " " + " ".join(args.notebooks)
     text = report(timed, args.quick, command)
     update_section(args.out, "day-plan", text)
+    record = args.out.with_suffix(".json")  # the raw measurements, for re-reading the report
+    record.write_text(json.dumps({t.path: {"wall_seconds": round(t.wall_seconds, 2),
+                                           "sections": [vars(x) for x in t.sections]}
+                                  for t in timed}, indent=1) + "\n")
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

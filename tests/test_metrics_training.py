@@ -206,14 +206,20 @@ def test_day_plan_splits_a_notebook_into_timed_sections():
         nbf.new_markdown_cell("# Title\n\n" + "word " * 118),  # 120 words
         nbf.new_code_cell("import numpy as np\n# a comment\n\nx = 1"),  # 2 code lines
         nbf.new_markdown_cell("## 1. First part\n" + "word " * 236),  # 240 words
+        nbf.new_code_cell("x = 2"),
+        nbf.new_markdown_cell("Closing words of part one.\n\n## 2. Second part\nsix words of part two"),
         nbf.new_code_cell("plot()", outputs=[figure]),
         nbf.new_code_cell("def f():\n    ### BEGIN SOLUTION\n    a = 1\n    return a\n"
                           "    ### END SOLUTION"),
         nbf.new_markdown_cell("### BEGIN SOLUTION\n" + "answer " * 30 + "\n### END SOLUTION"),
     ])
-    sections = day_plan.sections_of(notebook, [0.0, 6.0, 0.0, 30.0, 0.0, 0.0])
-    assert [s.title for s in sections] == ["(header and set-up)", "1. First part"]
-    header, part = sections
+    sections = day_plan.sections_of(notebook, [0.0, 6.0, 0.0, 1.0, 0.0, 30.0, 0.0, 0.0])
+    assert [s.title for s in sections] == ["(header and set-up)", "1. First part",
+                                           "2. Second part"]
+    header, first, part = sections
+    # a heading in the middle of a cell: the words before it belong to the previous section
+    assert first.words == 240 + 5 and first.code_lines == 1 and first.seconds == 1.0
+    assert part.words == 4 + 5  # "## 2. Second part" and "six words of part two"
     assert header.words == 120 and header.code_lines == 2 and header.seconds == 6.0
     assert part.figures == 1 and part.seconds == 30.0
     assert part.solution_code_lines == 2 and part.solution_words == 30  # the student's work
