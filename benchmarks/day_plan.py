@@ -60,6 +60,20 @@ NOTEBOOKS = [
     "solutions/E10.2-vanilla-vs-attention.ipynb",
     "solutions/E10.3-reading-attention-heatmaps.ipynb",
 ]
+#: Sections outside the day's core path (README, "Day plan"), by notebook and section number:
+#: for fast students, for homework, or for a second session. Everything else is core.
+EXTENSION = {
+    "notebooks/01_bottleneck_and_attention_by_hand.ipynb": ("5.", "7.", "8."),
+    "notebooks/02_bahdanau_attention_in_pytorch.ipynb": ("7.", "8."),
+    "notebooks/03_reversal_task.ipynb": ("7.",),
+    "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("5.",),
+}
+#: Notebooks that are homework (or a second session) as a whole.
+HOMEWORK = (
+    "notebooks/05_reading_attention_heatmaps.ipynb",
+    "solutions/E10.2-vanilla-vs-attention.ipynb",
+    "solutions/E10.3-reading-attention-heatmaps.ipynb",
+)
 SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
 
 
@@ -97,6 +111,13 @@ class Timed:
     @property
     def minutes(self) -> float:
         return sum(s.minutes for s in self.sections)
+
+    def is_extension(self, section: Section) -> bool:
+        return self.path in HOMEWORK or section.title.startswith(EXTENSION.get(self.path, ()))
+
+    @property
+    def core_minutes(self) -> float:
+        return sum(s.minutes for s in self.sections if not self.is_extension(s))
 
 
 def _words(text: str) -> int:
@@ -144,13 +165,14 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
     return [s for s in sections if s.words or s.code_lines or s.seconds]
 
 
-def report(timed: list[Timed], quick: bool, command: str) -> str:
+def report(timed: list[Timed], quick: bool, dates: str) -> str:
     import torch
 
     lines = [
         "# The day plan, measured",
         "",
-        f"Measured {dt.date.today().isoformat()} with `{command}` on "
+        f"Measured {dates} with `python benchmarks/day_plan.py` (one notebook at a time, "
+        "each in a fresh kernel) on "
         f"{platform.machine()} with {os.cpu_count()} CPU cores, PyTorch {torch.__version__}, "
         f"{'CUDA' if torch.cuda.is_available() else 'no GPU'}"
         f"{', smoke-test scale (COURSE_QUICK=1)' if quick else ', real configuration'}. "
@@ -163,18 +185,24 @@ def report(timed: list[Timed], quick: bool, command: str) -> str:
         "",
     ]
     for item in timed:
+        where = ("homework or a second session" if item.path in HOMEWORK
+                 else f"core {item.core_minutes:.0f} min")
         lines += [
-            f"## `{item.path}`: {item.minutes:.0f} min "
-            f"(computing {sum(s.seconds for s in item.sections) / 60:.1f} min; "
+            f"## `{item.path}`: {item.minutes:.0f} min ({where}; "
+            f"computing {sum(s.seconds for s in item.sections) / 60:.1f} min; "
             f"whole run {item.wall_seconds / 60:.1f} min)",
             "",
-            "| section | reading (min) | writing (min) | computing (min) | total (min) |",
-            "|---|---|---|---|---|",
+            "| section | path | reading (min) | writing (min) | computing (min) | total (min) |",
+            "|---|---|---|---|---|---|",
         ]
         for s in item.sections:
-            lines.append(f"| {s.title} | {s.reading_minutes:.1f} | {s.writing_minutes:.1f} | "
-                         f"{s.seconds / 60:.1f} | {s.minutes:.1f} |")
+            path = "extension" if item.is_extension(s) else "core"
+            lines.append(f"| {s.title} | {path} | {s.reading_minutes:.1f} | "
+                         f"{s.writing_minutes:.1f} | {s.seconds / 60:.1f} | {s.minutes:.1f} |")
         lines.append("")
+    core = sum(t.core_minutes for t in timed)
+    rest = sum(t.minutes for t in timed) - core
+    lines += [f"**In all:** core path {core:.0f} min, extensions and homework {rest:.0f} min.", ""]
     return "\n".join(lines)
 
 
@@ -184,6 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("notebooks", nargs="*", default=NOTEBOOKS,
                         help="notebooks to time, relative to the course folder (default: all)")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "day_plan.md")
+    parser.add_argument("--from-json", action="store_true",
+                        help="re-write the report from the measurements of the last run "
+                             "(docs/day_plan.json) instead of running the notebooks")
     parser.add_argument("--save", action="store_true",
                         help="save each executed notebook with its outputs, as course-execute does")
     args = parser.parse_args(argv)
@@ -196,23 +227,29 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no notebook at {', '.join(missing)} (paths are relative to {ROOT.name}/)",
               file=sys.stderr)
         return 2
-    timed = []
-    for relative in args.notebooks:
-        run = run_notebook(ROOT / relative, save=args.save)
-        seconds = run.cell_seconds
-        item = Timed(relative, sections_of(run.notebook, seconds), run.seconds)
-        timed.append(item)
-        print(f"{relative}: {item.minutes:.0f} min "
-              f"(computing {sum(seconds) / 60:.1f} min)", flush=True)
-    command = "python benchmarks/day_plan.py" + (" --quick" if args.quick else "")
-    if args.notebooks != NOTEBOOKS:
-        command += " " + " ".join(args.notebooks)
-    text = report(timed, args.quick, command)
-    update_section(args.out, "day-plan", text)
     record = args.out.with_suffix(".json")  # the raw measurements, for re-reading the report
-    record.write_text(json.dumps({t.path: {"wall_seconds": round(t.wall_seconds, 2),
-                                           "sections": [vars(x) for x in t.sections]}
-                                  for t in timed}, indent=1) + "\n")
+    saved = json.loads(record.read_text()) if record.is_file() else {}
+    if args.from_json and not saved:
+        print(f"error: no measurements at {record}; run without --from-json first",
+              file=sys.stderr)
+        return 2
+    if not args.from_json:
+        for relative in args.notebooks:
+            run = run_notebook(ROOT / relative, save=args.save)
+            item = Timed(relative, sections_of(run.notebook, run.cell_seconds), run.seconds)
+            # a run of some notebooks replaces their measurements and keeps the others'
+            saved[relative] = {"measured": dt.date.today().isoformat(), "quick": args.quick,
+                               "wall_seconds": round(item.wall_seconds, 2),
+                               "sections": [vars(x) for x in item.sections]}
+            print(f"{relative}: {item.minutes:.0f} min "
+                  f"(computing {sum(run.cell_seconds) / 60:.1f} min)", flush=True)
+        record.write_text(json.dumps(saved, indent=1) + "\n")
+    order = [p for p in NOTEBOOKS if p in saved] + [p for p in saved if p not in NOTEBOOKS]
+    timed = [Timed(p, [Section(**x) for x in saved[p]["sections"]], saved[p]["wall_seconds"])
+             for p in order]
+    dates = sorted({saved[p].get("measured", "2026-11-22") for p in order})
+    quick = any(saved[p].get("quick", False) for p in order)
+    update_section(args.out, "day-plan", report(timed, quick, ", ".join(dates)))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 
