@@ -45,10 +45,10 @@ def run_notebook(path: str | Path, timeout: float | None = None, save: bool = Tr
     started: dict[int, float] = {}
     cell_seconds = [0.0] * len(notebook.cells)
 
-    def on_start(cell, cell_index, **_):
+    def on_start(cell: object, cell_index: int, **_: object) -> None:
         started[cell_index] = time.perf_counter()
 
-    def on_done(cell, cell_index, **_):
+    def on_done(cell: object, cell_index: int, **_: object) -> None:
         cell_seconds[cell_index] = time.perf_counter() - started.get(cell_index,
                                                                      time.perf_counter())
 
