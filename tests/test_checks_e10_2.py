@@ -97,3 +97,63 @@ def test_loss_curve_check_wants_both_curves_of_both_models():
 
     result = checks.check_loss_curves(only_validation)
     assert result.points == 0 and "expected 4 labelled lines" in result.message
+
+
+def test_bars_drawn_on_top_of_each_other_are_not_grouped():
+    def stacked(scores):
+        fig, ax = plt.subplots()
+        for name, by_bucket in scores.items():
+            ax.bar(np.arange(3), list(by_bucket.values()), 0.4, label=name)  # same x for all
+        ax.set_xticks(np.arange(3), ["< 10", "10-20", "> 20"])
+        ax.set(title="BLEU", ylabel="BLEU")
+        ax.legend()
+        return fig
+
+    result = checks.check_plot_bleu(stacked)
+    assert result.points == 0 and "on top of each other" in result.message
+
+
+def curves(swap=False):
+    def plot(histories):
+        fig, ax = plt.subplots()
+        for name, h in histories.items():
+            first, second = (h.val_loss, h.train_loss) if swap else (h.train_loss, h.val_loss)
+            ax.plot(h.epoch, first, label=f"{name}: training")
+            ax.plot(h.epoch, second, label=f"{name}: validation")
+        ax.set(title="loss", ylabel="loss", xlabel="epoch")
+        ax.legend()
+        return fig
+    return plot
+
+
+def test_loss_curves_with_training_and_validation_swapped_fail():
+    assert checks.check_loss_curves(curves()).passed
+    result = checks.check_loss_curves(curves(swap=True))
+    assert result.points == 0
+    assert "labelled 'vanilla: training' shows the validation loss" in result.message
+
+
+def test_a_score_object_is_named_as_such_not_blamed_on_the_student_as_a_crash():
+    def objects(h, r, n):
+        return {name: sacrebleu.corpus_bleu(h, [r]) for name in checks.BUCKETS}
+
+    result = checks.check_bleu_by_bucket(objects)
+    assert result.points == 0
+    assert "sacreBLEU BLEUScore object: return its `.score`" in result.message
+    assert "raised" not in result.message
+
+
+def test_a_crash_names_the_input_the_student_was_given():
+    def crashes_on_empty(h, r, n):
+        out = {}
+        for name, (low, high) in zip(checks.BUCKETS, RIGHT):
+            chosen = [i for i, k in enumerate(n) if low <= k <= high]
+            longest = max(n[i] for i in chosen)  # ValueError on an empty bucket
+            out[name] = sacrebleu.corpus_bleu([h[i] for i in chosen],
+                                              [[r[i] for i in chosen]]).score + 0 * longest
+        return out
+
+    result = checks.check_bleu_by_bucket(crashes_on_empty)
+    assert result.points == 0
+    assert "raised ValueError" in result.message
+    assert "when given 2 sentences of 3 and 9 tokens" in result.message

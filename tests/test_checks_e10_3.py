@@ -120,3 +120,46 @@ def test_checks_do_not_depend_on_the_input_being_left_alone():
         return result
 
     assert checks.check_hard_alignment(destructive).passed
+
+
+def test_monotonicity_must_handle_a_matrix_with_no_rows():
+    def nan_when_empty(w):
+        a = np.asarray(w).argmax(axis=1)
+        return float(np.mean(np.diff(a) >= 0)) if len(a) > 1 else (1.0 if len(a) else np.nan)
+
+    result = checks.check_monotonicity(nan_when_empty)
+    assert result.points == 0
+    assert "with no output step at all (empty (no output steps) matrix)" in result.message
+    assert "1.0" in result.message
+
+
+def test_crossings_given_as_source_positions_are_named():
+    def source_positions(w):
+        a = np.asarray(w).argmax(axis=1)
+        return [(int(a[i]), int(a[k])) for i in range(len(a)) for k in range(i + 1, len(a))
+                if a[i] > a[k]]
+
+    result = checks.check_crossings(source_positions)
+    assert result.points == 0 and "return the output steps themselves" in result.message
+
+
+def test_many_to_one_positions_must_be_increasing():
+    def reversed_positions(w, threshold=0.3):
+        return {step: sorted(np.flatnonzero(row >= threshold).tolist(), reverse=True)
+                for step, row in enumerate(np.asarray(w))
+                if np.sum(row >= threshold) >= 2}
+
+    result = checks.check_many_to_one(reversed_positions)
+    assert result.points == 1 and "increasing order" in result.message
+
+
+def test_a_crash_names_the_matrix_it_was_given():
+    def breaks_on_wide(w):
+        if w.shape[1] > w.shape[0]:
+            raise IndexError("my loop went past the last row")
+        return np.asarray(w).argmax(axis=1)
+
+    result = checks.check_hard_alignment(breaks_on_wide)
+    assert result.points == 0
+    assert "raised IndexError: my loop went past the last row" in result.message
+    assert "when given the wide matrix, shape (3, 6)" in result.message

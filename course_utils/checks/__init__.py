@@ -37,6 +37,7 @@ __all__ = [
     "CheckResult",
     "Exercise",
     "ManualQuestion",
+    "call_student",
     "get_exercise",
     "student_line",
     "try_run",
@@ -239,6 +240,23 @@ def student_line(error: BaseException) -> str:
     if not frames or not frames[-1].line:
         return ""
     return f" (in `{frames[-1].name}`, at `{frames[-1].line.strip()}`)"
+
+
+def call_student(function: Callable, *args: object, given: str) -> Any:
+    """``function(*args)`` for a check; if the student's code raises, a failed check that names
+    the input it was given (``given``) and the student's line, instead of a bare traceback.
+
+    ``NotImplementedError`` passes through (the part is not written yet), so does
+    :class:`CheckFailed`. Errors in the check's own handling of a result are not caught here:
+    each check converts results itself and says what it expected.
+    """
+    try:
+        return function(*args)
+    except (NotImplementedError, CheckFailed):
+        raise
+    except Exception as error:
+        raise CheckFailed(f"your function raised {type(error).__name__}: {error}"
+                          f"{student_line(error)} when given {given}") from None
 
 
 def try_run(function: object, *args: object) -> Any:

@@ -20,7 +20,7 @@ import sacrebleu
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from course_utils.checks import CheckFailed, Exercise
+from course_utils.checks import CheckFailed, Exercise, call_student
 from course_utils.metrics import LENGTH_BUCKETS
 from course_utils.training import History
 
@@ -50,7 +50,7 @@ _BOUNDS = [(low, high) for _, low, high in LENGTH_BUCKETS]
 
 
 def _expected(hypotheses, references, lengths, bounds=_BOUNDS):
-    out = {}
+    out: dict[str, float | None] = {}
     for name, (low, high) in zip(BUCKETS, bounds):
         chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
         out[name] = (sacrebleu.corpus_bleu([hypotheses[i] for i in chosen],
@@ -59,14 +59,35 @@ def _expected(hypotheses, references, lengths, bounds=_BOUNDS):
     return out
 
 
+def _numbers(got: dict, where: str) -> dict:
+    """The student's scores as floats (None stays None), or a failed check saying why not."""
+    out: dict[str, float | None] = {}
+    for bucket, value in got.items():
+        if value is None:
+            out[bucket] = None
+            continue
+        if hasattr(value, "score") and not isinstance(value, (int, float, np.number)):
+            raise CheckFailed(f"bucket {bucket!r} ({where}) holds a sacreBLEU "
+                              f"{type(value).__name__} object: return its `.score`, a number")
+        try:
+            out[bucket] = float(value)
+        except (TypeError, ValueError):
+            raise CheckFailed(f"bucket {bucket!r} ({where}) must hold a number (or None when "
+                              f"empty); got {type(value).__name__}") from None
+    return out
+
+
 @EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket")
 def check_bleu_by_bucket(bleu_by_bucket: Callable) -> str:
     hypotheses, references, lengths = _cases()
-    got = bleu_by_bucket(list(hypotheses), list(references), list(lengths))
+    full = f"{len(lengths)} sentences of {min(lengths)} to {max(lengths)} tokens"
+    got = call_student(bleu_by_bucket, list(hypotheses), list(references), list(lengths),
+                       given=full)
     if not isinstance(got, dict):
         raise CheckFailed(f"bleu_by_bucket must return a dict; got {type(got).__name__}")
     if set(got) != set(BUCKETS):
         raise CheckFailed(f"the keys must be {list(BUCKETS)}; got {sorted(got)}")
+    got = _numbers(got, full)
     expected = _expected(hypotheses, references, lengths)
     wrong = [b for b in BUCKETS
              if got[b] is None or not np.isclose(float(got[b]), expected[b], atol=1e-6)]
@@ -90,7 +111,8 @@ def check_bleu_by_bucket(bleu_by_bucket: Callable) -> str:
                               "statistic: score each bucket's sentences together")
         raise CheckFailed(f"BLEU is off for bucket(s) {', '.join(repr(b) for b in wrong)}: "
                           "use sacrebleu.corpus_bleu(hypotheses, [references]) per bucket")
-    empty = bleu_by_bucket(hypotheses[:2], references[:2], lengths[:2])
+    few = "2 sentences of 3 and 9 tokens (so the '10-20' and '> 20' buckets are empty)"
+    empty = call_student(bleu_by_bucket, hypotheses[:2], references[:2], lengths[:2], given=few)
     if not isinstance(empty, dict) or empty.get("> 20", "missing") is not None:
         raise CheckFailed("right on full buckets, but an empty bucket must map to None",
                           points=2)
@@ -136,6 +158,10 @@ def check_plot_bleu(plot_bleu_by_length: Callable) -> str:
         legend = [t.get_text() for t in box.get_texts()] if box is not None else []
         if sorted(legend) != sorted(_SCORES):
             raise CheckFailed(f"the legend should name the models {sorted(_SCORES)}; got {legend}")
+        centres = {round(p.get_x() + p.get_width() / 2, 6) for p in bars if p.get_height() > 0}
+        if len(centres) < len(expected):
+            raise CheckFailed("some bars are drawn on top of each other: in each group, shift "
+                              "each model's bars sideways (x + offset, width / number of models)")
         ticks = " ".join(t.get_text() for t in ax.get_xticklabels())
         if not all(bucket in ticks for bucket in BUCKETS):
             raise CheckFailed("label each group of bars with its bucket ('< 10', '10-20', '> 20')")
@@ -166,6 +192,16 @@ def check_loss_curves(plot_loss_curves: Callable) -> str:
         drawn = [list(np.round(np.asarray(line.get_ydata(), dtype=float), 6)) for line in lines]
         if sorted(drawn) != sorted(wanted):
             raise CheckFailed("the lines should be each model's train_loss and val_loss per epoch")
+        for line, ydata in zip(lines, drawn):  # each label must say what its line shows
+            label = str(line.get_label()).lower()
+            for model, history in histories.items():
+                for kind, values, words in [("training", history.train_loss, ("train",)),
+                                            ("validation", history.val_loss, ("val", "held"))]:
+                    if ydata == list(values) and (model not in label
+                                                  or not any(w in label for w in words)):
+                        raise CheckFailed(f"the line labelled {line.get_label()!r} shows the "
+                                          f"{kind} loss of the {model} model: its label should "
+                                          f"name both")
         if not ax.get_xlabel():
             raise CheckFailed("label the x axis (epoch)")
     finally:

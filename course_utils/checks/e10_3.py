@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils import alignment
-from course_utils.checks import CheckFailed, Exercise
+from course_utils.checks import CheckFailed, Exercise, call_student
 
 __all__ = ["EXERCISE", "MATRICES", "check_crossings", "check_hard_alignment",
            "check_many_to_one", "check_monotonicity"]
@@ -62,8 +62,9 @@ def _all_matrices() -> dict[str, np.ndarray]:
     return {**MATRICES, **_random_matrices()}
 
 
-def _call(fn: Callable, weights: np.ndarray, *args):
-    result = fn(weights.copy(), *args)  # a copy: changing the input must not matter
+def _call(fn: Callable, weights: np.ndarray, *args, name: str = "test"):
+    given = f"the {name} matrix, shape {weights.shape}"
+    result = call_student(fn, weights.copy(), *args, given=given)  # a copy: changes don't count
     if result is None:
         raise CheckFailed("your function returned None: did you forget `return`?")
     return result
@@ -94,7 +95,7 @@ def _as_int_vector(result, name: str, tgt_len: int, src_len: int) -> np.ndarray:
 def check_hard_alignment(hard_alignment: Callable) -> str:
     for name, weights in _all_matrices().items():
         tgt_len, src_len = weights.shape
-        got = _as_int_vector(_call(hard_alignment, weights), name, tgt_len, src_len)
+        got = _as_int_vector(_call(hard_alignment, weights, name=name), name, tgt_len, src_len)
         expected = weights.argmax(axis=1)
         if np.array_equal(got, expected):
             continue
@@ -121,15 +122,19 @@ def _as_fraction(result, name: str) -> float:
 
 @EXERCISE.check("monotonicity", points=2, target="monotonicity")
 def check_monotonicity(monotonicity: Callable) -> str:
-    for name, weights in _all_matrices().items():
+    # no rows at all: what E10.3's search passes on when no step of a sentence is confident
+    cases = {**_all_matrices(), "empty (no output steps)": np.zeros((0, 4))}
+    for name, weights in cases.items():
         positions = weights.argmax(axis=1)
-        got = _as_fraction(_call(monotonicity, weights), name)
-        expected = alignment.monotonicity(weights)
+        got = _as_fraction(_call(monotonicity, weights, name=name), name)
+        expected = alignment.monotonicity(weights) if len(weights) else 1.0
         if np.isclose(got, expected, atol=1e-9):
             continue
-        if len(positions) == 1:
-            raise CheckFailed("with a single output step there is nothing to compare: it "
-                              "counts as monotonic, 1.0 (no division by zero)")
+        if len(positions) <= 1:
+            steps = "a single output step" if len(positions) else "no output step at all"
+            raise CheckFailed(f"with {steps} ({name} matrix) there is nothing to compare: it "
+                              "counts as monotonic, 1.0 (no division by zero, no NaN); you "
+                              f"returned {got}")
         if np.isnan(got):
             raise CheckFailed(f"returned NaN on the {name} matrix")
         steps = np.diff(positions)
@@ -145,7 +150,7 @@ def check_monotonicity(monotonicity: Callable) -> str:
     return "correct: 1.0 on a diagonal, 0.0 on a reversal, in between for reorderings"
 
 
-def _as_pairs(result, name: str) -> set[tuple[int, int]]:
+def _pair_list(result) -> list[tuple[int, int]]:
     try:
         pairs: list[tuple[int, ...]] = [tuple(int(x) for x in pair) for pair in result]
     except (TypeError, ValueError):
@@ -153,16 +158,35 @@ def _as_pairs(result, name: str) -> set[tuple[int, int]]:
                           f"steps; got {type(result).__name__}") from None
     if any(len(p) != 2 for p in pairs):
         raise CheckFailed("each crossing is a pair (i, k) of two output steps")
+    return [(p[0], p[1]) for p in pairs]
+
+
+def _as_pairs(pairs: list[tuple[int, int]], name: str) -> set[tuple[int, int]]:
     if len(set(pairs)) != len(pairs):
         raise CheckFailed(f"a pair is listed twice on the {name} matrix")
-    return {(p[0], p[1]) for p in pairs}
+    return set(pairs)
+
+
+def _source_pairs(weights: np.ndarray, pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    positions = weights.argmax(axis=1)
+    return {(int(positions[i]), int(positions[k])) for i, k in pairs}
 
 
 @EXERCISE.check("find_crossings", points=3, target="find_crossings")
 def check_crossings(find_crossings: Callable) -> str:
-    for name, weights in _all_matrices().items():
+    answers = {name: (weights, _pair_list(_call(find_crossings, weights, name=name)))
+               for name, weights in _all_matrices().items()}
+    # source positions instead of output steps: judged over all matrices, since on a single
+    # one the pairs can also read as steps given in the wrong order
+    if any(set(got) != set(alignment.crossings(w)) for w, got in answers.values()) and all(
+            set(got) in (_source_pairs(w, set(alignment.crossings(w))),
+                         {(b, a) for a, b in _source_pairs(w, set(alignment.crossings(w)))})
+            for w, got in answers.values()):
+        raise CheckFailed("those are the source positions the steps read; return the output "
+                          "steps themselves, the row numbers (i, k)")
+    for name, (weights, pair_list) in answers.items():
+        got = _as_pairs(pair_list, name)
         positions = weights.argmax(axis=1)
-        got = _as_pairs(_call(find_crossings, weights), name)
         expected = set(alignment.crossings(weights))
         if got == expected:
             continue
@@ -185,11 +209,12 @@ def check_crossings(find_crossings: Callable) -> str:
 
 
 def _as_groups(result, name: str) -> dict[int, list[int]]:
+    """The student's groups as given (positions in their order, not sorted)."""
     if not isinstance(result, dict):
         raise CheckFailed("many_to_one must return a dict {output step: [source positions]}; "
                           f"got {type(result).__name__}")
     try:
-        return {int(step): sorted(int(p) for p in sources) for step, sources in result.items()}
+        return {int(step): [int(p) for p in sources] for step, sources in result.items()}
     except (TypeError, ValueError):
         raise CheckFailed("many_to_one's values must be lists of source positions") from None
 
@@ -201,10 +226,13 @@ def check_many_to_one(many_to_one: Callable) -> str:
     cases.append(("boundary", _rows([0.3, 0.3, 0.4], [0.9, 0.05, 0.05]), 0.3))
     cases.append(("phrase (threshold 0.5)", MATRICES["phrase"], 0.5))
     for name, weights, threshold in cases:
-        got = _as_groups(_call(many_to_one, weights, threshold), name)
+        got = _as_groups(_call(many_to_one, weights, threshold, name=name), name)
         expected = alignment.many_to_one(weights, threshold)
         if got == expected:
             continue
+        if {step: sorted(sources) for step, sources in got.items()} == expected:
+            raise CheckFailed("the right groups, but list each step's source positions in "
+                              "increasing order, as the question asks", points=1)
         if any(len(v) < 2 for v in got.values()):
             raise CheckFailed("only output steps that read two or more source words belong "
                               "in the result")
