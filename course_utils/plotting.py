@@ -112,7 +112,9 @@ def plot_attention(
     )
     if mark_alignment:
         rows = np.arange(tgt_len)
-        ax.scatter(weights.argmax(axis=1) + 0.5, rows + 0.5, s=14, c="white",
+        # with the weights printed in the cells, the dot goes to the cell's corner, off the number
+        dx, dy = (0.14, 0.18) if annotate else (0.5, 0.5)
+        ax.scatter(weights.argmax(axis=1) + dx, rows + dy, s=14, c="white",
                    edgecolors="black", linewidths=0.6, zorder=3, label="hard alignment")
     for row in highlight_rows:
         ax.add_patch(plt.Rectangle((0, row), src_len, 1, fill=False, edgecolor="tab:red",

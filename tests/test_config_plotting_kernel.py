@@ -121,3 +121,17 @@ def test_encoder_decoder_diagram_draws_both_directions_and_the_bridge():
     assert len(fig.axes[0].lines) == 2
     with pytest.raises(ValueError, match="step"):
         plot_encoder_decoder(["a"], ["ein"], step=2)
+
+
+@pytest.mark.parametrize("annotate", [True, False])
+def test_alignment_dots_never_cover_the_printed_weights(annotate):
+    weights = np.array([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1]])
+    fig = plot_attention(weights, ["a", "b", "c"], ["x", "y"], annotate=annotate,
+                         mark_alignment=True)
+    ax = fig.axes[0]
+    dots = ax.collections[-1].get_offsets()
+    np.testing.assert_array_equal(np.floor(dots), [[0, 0], [1, 1]])  # in the arg max cells
+    numbers = {t.get_position() for t in ax.texts}
+    assert len(numbers) == (6 if annotate else 0)
+    for x, y in dots:
+        assert all(abs(x - tx) > 0.2 or abs(y - ty) > 0.2 for tx, ty in numbers)
