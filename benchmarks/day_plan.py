@@ -247,8 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     order = [p for p in NOTEBOOKS if p in saved] + [p for p in saved if p not in NOTEBOOKS]
     timed = [Timed(p, [Section(**x) for x in saved[p]["sections"]], saved[p]["wall_seconds"])
              for p in order]
-    dates = sorted({saved[p].get("measured", "2026-11-22") for p in order})
-    quick = any(saved[p].get("quick", False) for p in order)
+    dates = sorted({saved[p]["measured"] for p in order})
+    quick = any(saved[p]["quick"] for p in order)
     update_section(args.out, "day-plan", report(timed, quick, ", ".join(dates)))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0

@@ -15,6 +15,7 @@ import numpy as np
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.patches import FancyBboxPatch
 from numpy.typing import ArrayLike
 
 from course_utils.tensors import to_numpy
@@ -234,8 +235,6 @@ def plot_weights(
 def _box(ax: Axes, x: float, y: float, text: str, *, width: float, height: float = 0.7,
          color: str = "#e8eef7", fontsize: float = 10) -> None:
     """A rounded box centred on (x, y) with ``text`` in it."""
-    from matplotlib.patches import FancyBboxPatch
-
     ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
                                 boxstyle="round,pad=0.02,rounding_size=0.12",
                                 facecolor=color, edgecolor="0.35", lw=1.0))

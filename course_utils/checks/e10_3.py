@@ -174,20 +174,22 @@ def _source_pairs(weights: np.ndarray, pairs: set[tuple[int, int]]) -> set[tuple
 
 @EXERCISE.check("find_crossings", points=3, target="find_crossings")
 def check_crossings(find_crossings: Callable) -> str:
-    answers = {name: (weights, _pair_list(_call(find_crossings, weights, name=name)))
+    answers = {name: (weights, _pair_list(_call(find_crossings, weights, name=name)),
+                      set(alignment.crossings(weights)))
                for name, weights in _all_matrices().items()}
     # source positions instead of output steps: judged over all matrices, since on a single
     # one the pairs can also read as steps given in the wrong order
-    if any(set(got) != set(alignment.crossings(w)) for w, got in answers.values()) and all(
-            set(got) in (_source_pairs(w, set(alignment.crossings(w))),
-                         {(b, a) for a, b in _source_pairs(w, set(alignment.crossings(w)))})
-            for w, got in answers.values()):
+    def as_sources(weights: np.ndarray, got: list, expected: set) -> bool:
+        sources = _source_pairs(weights, expected)
+        return set(got) in (sources, {(b, a) for a, b in sources})
+
+    if (any(set(got) != expected for _, got, expected in answers.values())
+            and all(as_sources(*answer) for answer in answers.values())):
         raise CheckFailed("those are the source positions the steps read; return the output "
                           "steps themselves, the row numbers (i, k)")
-    for name, (weights, pair_list) in answers.items():
+    for name, (weights, pair_list, expected) in answers.items():
         got = _as_pairs(pair_list, name)
         positions = weights.argmax(axis=1)
-        expected = set(alignment.crossings(weights))
         if got == expected:
             continue
         if {(k, i) for i, k in got} == expected:
