@@ -30,6 +30,25 @@ import importlib
 
 __version__ = "0.1.0"
 
+#: Printed once per notebook kernel, at the first import, under ``COURSE_QUICK``: the numbers
+#: of a smoke-test run (BLEU 0.0, looping translations) say nothing about the method.
+SMOKE_SCALE_NOTE = ("smoke-test scale (COURSE_QUICK=1): do not interpret these numbers; "
+                    "unset COURSE_QUICK for the real run")
+
+
+def _announce_scale() -> None:
+    import os
+    import sys
+
+    # Only in a notebook kernel: tests, scripts and the grader's own process stay quiet.
+    # (config.quick_mode() imports PyTorch; this runs on import, so it reads the variable here.)
+    if "ipykernel" in sys.modules and os.environ.get("COURSE_QUICK", "").strip().lower() in {
+            "1", "true", "yes", "on"}:
+        print(SMOKE_SCALE_NOTE)
+
+
+_announce_scale()
+
 # Exports load on first use (PEP 562), so that light modules such as the grader's worker do
 # not pay for importing PyTorch and matplotlib.
 _EXPORTS = {

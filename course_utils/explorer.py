@@ -31,8 +31,11 @@ if TYPE_CHECKING:
 __all__ = ["AttentionExplorer", "describe_steps", "explore", "plot_decoding",
            "widgets_available"]
 
-_PLAIN = ("Attention explorer (interactive): open this notebook in JupyterLab and run the "
-          "cell to type a sentence and step through decoding.")
+# What a saved notebook shows where the widgets cannot render: the kernel is not running, or
+# (in a fresh clone) the notebook is not trusted yet. Say exactly what to do.
+_PLAIN = ("Attention explorer (interactive): run this cell (Shift+Enter) to type a sentence and "
+          "step through decoding. If this text shows instead of the explorer after you ran it, "
+          "trust the notebook (command palette: Trust Notebook) and run the cell again.")
 
 
 def widgets_available() -> tuple[bool, str]:

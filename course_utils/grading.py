@@ -6,7 +6,9 @@ Each submission runs in a fresh kernel inside its own temporary folder that hold
 that notebook only, under a per-cell time limit, a total time limit and a memory limit, so one
 submission can neither stall the batch nor touch another submission or the gradebook. After the
 student's cells have run (errors do not stop them), the exercise's checks are called in the
-same kernel, on the functions the student's code defined.
+same kernel, on the functions the student's code defined. Notebooks run at smoke-test scale
+(``COURSE_QUICK=1``, checkpoints in the temporary folder): the checks need the student's
+functions, not a full-size training run.
 
 Writes, atomically: ``grades.csv`` (one row per file: student id from the file name, one column
 per check, empty columns for manually graded questions, total, maximum, status), one feedback
@@ -188,6 +190,11 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits) -> GradeResul
                    exercise_id, str(limits.cell_seconds)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_GRADE")}
         env["MPLBACKEND"] = "Agg"
+        # Smoke-test scale: the checks call the student's functions on their own inputs, so
+        # the notebook's training (E10.2 trains two models) need not run at full size; and
+        # anything a notebook saves goes to this submission's temporary folder.
+        env["COURSE_QUICK"] = "1"
+        env["COURSE_RUNS_DIR"] = str(Path(folder) / "runs")
         process = subprocess.Popen(
             command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL, env=env, start_new_session=True,

@@ -1,5 +1,5 @@
 """Scoring seq2seq outputs: exact match, accuracy by length, corpus BLEU (overall and by
-source-length bucket).
+source-length bucket, with bootstrap confidence intervals).
 
 Only scores live here: decoding is in :mod:`course_utils.decoding`, and the reversal task's
 alignment score in :mod:`course_utils.reversal`."""
@@ -7,8 +7,9 @@ alignment score in :mod:`course_utils.reversal`."""
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sacrebleu.metrics import BLEU
@@ -19,9 +20,12 @@ from course_utils.models import Decoded
 __all__ = [
     "LENGTH_BUCKETS",
     "BleuResult",
+    "Interval",
+    "LengthComparison",
     "accuracy_by_length",
     "bleu_by_length",
     "bucket_of",
+    "compare_by_length",
     "corpus_bleu",
     "correct",
     "exact_match",
@@ -108,3 +112,193 @@ def bleu_by_length(
             if chosen else None
         )
     return results
+
+
+# ------------------------------------------------------------- confidence intervals for BLEU
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A statistic and its bootstrap confidence interval (percentile method)."""
+
+    value: float  # computed on the sentences themselves, not on a resample
+    low: float
+    high: float
+
+    def excludes(self, value: float = 0.0) -> bool:
+        """Whether the interval leaves ``value`` out (e.g. 0: a gain that is not noise)."""
+        return not self.low <= value <= self.high
+
+    def format(self, sign: bool = False) -> str:
+        """``"12.5 [3.9, 22.6]"``, one decimal (``sign``: ``"+12.5 [+3.9, +22.6]"``)."""
+        f = "+.1f" if sign else ".1f"
+        value, low, high = (round(x, 1) + 0.0 for x in (self.value, self.low, self.high))
+        return f"{value:{f}} [{low:{f}}, {high:{f}}]"  # + 0.0: no "-0.0"
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+def _sentence_statistics(bleu: BLEU, hypotheses: Sequence[str],
+                         references: Sequence[str]) -> np.ndarray:
+    """sacreBLEU's per-sentence counts, ``(n, 2 + 2 * max_order)``: hypothesis and reference
+    length, then matching and total n-grams per order. Summing rows and scoring the sums gives
+    corpus BLEU exactly (a test holds this), which is what makes resampling cheap. These are
+    the statistics sacreBLEU's own paired bootstrap resamples (``sacrebleu --paired-bs``)."""
+    return np.asarray(bleu._extract_corpus_statistics(list(hypotheses), [list(references)]),
+                      dtype=np.int64)
+
+
+def _score(bleu: BLEU, summed: np.ndarray) -> float:
+    return float(bleu._compute_score_from_stats([int(x) for x in summed]).score)
+
+
+@dataclass(frozen=True)
+class LengthComparison:
+    """BLEU by source-length bucket for models translating the same sentences, with bootstrap
+    intervals. Built by :func:`compare_by_length`; ``print`` it for a table."""
+
+    models: tuple[str, ...]
+    baseline: str
+    counts: dict[str, int]  # sentences per bucket
+    bleu: dict[str, dict[str, Interval | None]]  # model -> bucket -> BLEU (None: empty bucket)
+    gain: dict[str, dict[str, Interval | None]]  # model -> bucket -> BLEU minus the baseline's
+    drop: dict[str, Interval | None]  # model -> % of short-sentence BLEU lost on long ones
+    gain_growth: dict[str, Interval | None]  # model -> gain on long minus gain on short
+    drop_gap: dict[str, Interval | None]  # model -> the baseline's drop minus this model's
+    confidence: float
+    resamples: int
+
+    def __str__(self) -> str:
+        level = f"{self.confidence:.0%}"
+        buckets = list(self.counts)
+        lines = [f"BLEU by source length, with {level} bootstrap intervals "
+                 f"({self.resamples} resamples of each bucket's sentences)"]
+        header = f"{'bucket':8s}{'sentences':>10s}" + "".join(f"{m:>20s}" for m in self.models)
+        others = [m for m in self.models if m != self.baseline]
+        header += "".join(f"{'gain ' + m:>22s}" for m in others)
+        lines.append(header)
+        for b in buckets:
+            row = f"{b:8s}{self.counts[b]:10d}"
+            row += "".join(f"{_cell(self.bleu[m][b]):>20s}" for m in self.models)
+            row += "".join(f"{_cell(self.gain[m][b], sign=True):>22s}" for m in others)
+            lines.append(row)
+        short, long = buckets[0], buckets[-1]
+        for m in self.models:
+            lines.append(f"{m}: loses {_cell(self.drop[m])} % of its {short!r} BLEU on {long!r}")
+        for m in others:
+            lines.append(f"{m}: gain on {long!r} minus gain on {short!r}: "
+                         f"{_cell(self.gain_growth[m], sign=True)} BLEU")
+            lines.append(f"{m}: loses {_cell(self.drop_gap[m], sign=True)} percentage points "
+                         f"less than {self.baseline} from {short!r} to {long!r}")
+        return "\n".join(lines)
+
+
+def _cell(interval: Interval | None, sign: bool = False) -> str:
+    if interval is None:
+        return "-"
+    return interval.format(sign)
+
+
+def compare_by_length(
+    hypotheses: Mapping[str, Sequence[str]],
+    references: Sequence[str],
+    source_lengths: Sequence[int],
+    *,
+    baseline: str | None = None,
+    lowercase: bool = False,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> LengthComparison:
+    """Corpus BLEU per :data:`LENGTH_BUCKETS` bucket for each model, with bootstrap intervals.
+
+    ``hypotheses`` maps a model name to its outputs for the same sentences (``references``,
+    ``source_lengths``). Each bucket's sentences are resampled with replacement ``resamples``
+    times; every model is scored on the same resample (a *paired* bootstrap, as in
+    ``sacrebleu --paired-bs``), so the gain over ``baseline`` (the first model by default) has
+    its own interval, narrower than the two scores' intervals suggest. Also per model: the
+    relative drop from the shortest to the longest bucket, ``100 * (1 - long / short)``, and
+    how much larger the gain is on long sentences than on short ones.
+    """
+    if not hypotheses:
+        raise ValueError("hypotheses must map at least one model name to its outputs")
+    n = len(references)
+    if len(source_lengths) != n:
+        raise ValueError(f"{len(source_lengths)} source lengths for {n} references")
+    for model, outputs in hypotheses.items():
+        if len(outputs) != n:
+            raise ValueError(f"model {model!r} has {len(outputs)} hypotheses for {n} references")
+    if n == 0:
+        raise ValueError("no sentences to score")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence}")
+    if int(resamples) < 1:
+        raise ValueError(f"resamples must be at least 1; got {resamples}")
+    models = tuple(hypotheses)
+    baseline = models[0] if baseline is None else baseline
+    if baseline not in hypotheses:
+        raise ValueError(f"baseline {baseline!r} is not one of the models {list(models)}")
+
+    bleu = BLEU(lowercase=lowercase)
+    rng = np.random.default_rng(seed)
+    tail = 100 * (1 - confidence) / 2
+    lengths = np.asarray(source_lengths)
+    counts: dict[str, int] = {}
+    # only for buckets with sentences: the score on them, and the scores of the resamples
+    scores: dict[str, dict[str, float]] = {m: {} for m in models}
+    samples: dict[str, dict[str, np.ndarray]] = {m: {} for m in models}
+    for name, shortest, longest in LENGTH_BUCKETS:
+        chosen = np.flatnonzero((lengths >= shortest) & (lengths <= longest)).tolist()
+        counts[name] = len(chosen)
+        if not len(chosen):
+            continue
+        picks = rng.integers(0, len(chosen), size=(int(resamples), len(chosen)))
+        for m in models:
+            stats = _sentence_statistics(bleu, [hypotheses[m][i] for i in chosen],
+                                         [references[i] for i in chosen])
+            scores[m][name] = _score(bleu, stats.sum(0))
+            samples[m][name] = np.array([_score(bleu, row) for row in stats[picks].sum(1)])
+
+    def interval(value: float, draws: np.ndarray) -> Interval:
+        draws = draws[np.isfinite(draws)]
+        if not len(draws):
+            return Interval(value, float("nan"), float("nan"))
+        low, high = np.percentile(draws, [tail, 100 - tail])
+        return Interval(float(value), float(low), float(high))
+
+    def relative_drop(m: str, source: dict[str, dict[str, np.ndarray]] | None = None) -> Any:
+        """``100 * (1 - long / short)`` of model ``m``: on the sentences, or on each resample."""
+        values: Any = scores if source is None else source
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 100 * (1 - np.asarray(values[m][long], dtype=float)
+                          / np.asarray(values[m][short], dtype=float))
+
+    buckets = [name for name, _, _ in LENGTH_BUCKETS]
+    short, long = buckets[0], buckets[-1]
+    ends = short in scores[baseline] and long in scores[baseline]  # same buckets for every model
+    result_bleu = {m: {b: interval(scores[m][b], samples[m][b]) if b in scores[m] else None
+                       for b in buckets} for m in models}
+    drop = {m: interval(float(relative_drop(m)), relative_drop(m, samples)) if ends else None
+            for m in models}
+    gain: dict[str, dict[str, Interval | None]] = {}
+    growth: dict[str, Interval | None] = {}
+    gap: dict[str, Interval | None] = {}
+    for m in models:
+        if m == baseline:
+            continue
+        gain[m] = {b: interval(scores[m][b] - scores[baseline][b],
+                               samples[m][b] - samples[baseline][b]) if b in scores[m] else None
+                   for b in buckets}
+        if not ends:
+            growth[m] = gap[m] = None
+            continue
+        growth[m] = interval(
+            (scores[m][long] - scores[baseline][long])
+            - (scores[m][short] - scores[baseline][short]),
+            (samples[m][long] - samples[baseline][long])
+            - (samples[m][short] - samples[baseline][short]))
+        gap[m] = interval(float(relative_drop(baseline) - relative_drop(m)),
+                          relative_drop(baseline, samples) - relative_drop(m, samples))
+    return LengthComparison(models, baseline, counts, result_bleu, gain, drop, growth, gap,
+                            confidence, int(resamples))

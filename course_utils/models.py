@@ -21,6 +21,7 @@ equal to this one.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import torch
 from torch import nn
@@ -381,14 +382,28 @@ class Seq2Seq(nn.Module):
         return Decoded(result, torch.tensor(lengths_list), attention)
 
 
-def build_model(config: ModelConfig) -> Seq2Seq:
-    """A fresh model for ``config``: attention or vanilla, same sizes otherwise."""
+def build_model(config: ModelConfig, decoder_class: type[_GRUDecoder] | None = None) -> Seq2Seq:
+    """A fresh model for ``config``: attention or vanilla, same sizes otherwise.
+
+    ``decoder_class`` swaps in your own decoder: a subclass of :class:`VanillaDecoder` (or of
+    :class:`AttentionDecoder` when ``config.attention``) that overrides ``context`` and/or
+    ``step`` and keeps the layers, so a library model's weights load into it unchanged.
+    Exercise E10.2 trains a model built this way with the student's fixed-context decoder.
+    """
+    base = AttentionDecoder if config.attention else VanillaDecoder
+    if decoder_class is None:
+        decoder_class = base
+    elif not (isinstance(decoder_class, type) and issubclass(decoder_class, base)):
+        kind = "with attention" if config.attention else "without attention (vanilla)"
+        raise TypeError(f"decoder_class must be a subclass of {base.__name__} for a model "
+                        f"{kind}; got {decoder_class!r}")
     encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout)
     args = (config.tgt_vocab_size, config.embed_dim, config.hidden_dim, encoder.output_dim)
+    make: Any = decoder_class  # the constructor of the base class it subclasses
     decoder: _GRUDecoder
     if config.attention:
-        decoder = AttentionDecoder(*args, config.attention_dim, dropout=config.dropout,
-                                   maxout_dim=config.maxout_dim)
+        decoder = make(*args, config.attention_dim, dropout=config.dropout,
+                       maxout_dim=config.maxout_dim)
     else:
-        decoder = VanillaDecoder(*args, dropout=config.dropout, maxout_dim=config.maxout_dim)
+        decoder = make(*args, dropout=config.dropout, maxout_dim=config.maxout_dim)
     return Seq2Seq(encoder, decoder, config)

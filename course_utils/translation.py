@@ -44,6 +44,7 @@ __all__ = [
     "Translation",
     "Translator",
     "evaluate_bleu",
+    "exercise_config",
     "find_or_train_attention_checkpoints",
     "load_pairs",
     "multi30k_config",
@@ -102,6 +103,15 @@ def small_config(config: Multi30kConfig) -> Multi30kConfig:
                    max_train=min(config.max_train or 10_000, 10_000))
 
 
+def exercise_config(config: Multi30kConfig) -> Multi30kConfig:
+    """Exercise E10.2's budget for training both models in the exercise itself: at most four
+    epochs on at most the first 15,000 training sentences, the model sizes of ``config``.
+    Both models together train in minutes on a 2-core CPU (the E10.2 solution measures it);
+    under ``COURSE_QUICK`` (and so under ``course-grade``) the smoke-test run is smaller still."""
+    return replace(config, name=f"{config.name}-e10.2", epochs=min(config.epochs, 4),
+                   max_train=min(config.max_train or 15_000, 15_000))
+
+
 def load_pairs(config: Multi30kConfig, split: str) -> list[tuple[str, str]]:
     """Raw ``(english, german)`` pairs of ``split`` as ``config`` reads them: from the sample
     or the full data, cut to ``max_train`` / ``max_eval``."""
@@ -142,7 +152,10 @@ def find_or_train_attention_checkpoints(
     print(f"Notebook 4's attention checkpoints are not in {display_path(MULTI30K_RUN.path)}: "
           f"run notebook 4 to use its full model. Meanwhile this uses a smaller attention "
           f"model ({small.epochs} epochs on {small.max_train:,} sentences), saved in "
-          f"{display_path(MULTI30K_SMALL_RUN.path)}.")
+          f"{display_path(MULTI30K_SMALL_RUN.path)}. Every cell runs with it, but its "
+          f"alignments are too rough for the examples the text discusses (it shows no "
+          f"clear reordering or crossing): for those, and for E10.3's written answers, run "
+          f"notebook 4 first.")
     paths = _complete(MULTI30K_SMALL_RUN, small.epochs)
     if paths is not None:
         print("Found it from an earlier run.")

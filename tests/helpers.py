@@ -8,10 +8,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def notebook_functions(path: Path) -> dict:
-    """Execute the code cells of ``path`` that define functions; return their namespace."""
+    """Execute the code cells of ``path`` that define functions or classes; return their
+    namespace."""
     namespace: dict = {}
-    exec("import numpy as np\nimport sacrebleu\nimport matplotlib.pyplot as plt", namespace)
+    exec("import numpy as np\nimport sacrebleu\nimport matplotlib.pyplot as plt\nimport torch\n"
+         "from course_utils.models import VanillaDecoder", namespace)
     for cell in nbformat.read(path, as_version=4).cells:
-        if cell.cell_type == "code" and cell.source.lstrip().startswith("def "):
+        if cell.cell_type == "code" and cell.source.lstrip().startswith(("def ", "class ")):
             exec(cell.source, namespace)
     return namespace

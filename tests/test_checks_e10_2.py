@@ -5,10 +5,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import sacrebleu
+import torch
 from helpers import ROOT, notebook_functions
 
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_2 as checks
+from course_utils.models import VanillaDecoder
 
 SOLUTION = ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.2-vanilla-vs-attention.ipynb"
@@ -18,7 +20,7 @@ def test_solution_scores_full_marks_and_exercise_scores_zero():
     assert all(r.passed for r in checks.EXERCISE.grade(notebook_functions(SOLUTION)))
     for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
         assert result.points == 0 and result.message == NOT_IMPLEMENTED
-    assert get_exercise("E10.2").max_points == 12
+    assert get_exercise("E10.2").max_points == 16
 
 
 def bucketed(bounds, average=False, empty_is_zero=False):
@@ -157,3 +159,123 @@ def test_a_crash_names_the_input_the_student_was_given():
     assert result.points == 0
     assert "raised ValueError" in result.message
     assert "when given 2 sentences of 3 and 9 tokens" in result.message
+
+
+# ------------------------------------------------------------------ the fixed-context decoder
+
+
+def right_context(self, state, memory):
+    outputs = memory.encoder_outputs
+    half = outputs.shape[-1] // 2
+    last = memory.mask.sum(1) - 1
+    return torch.cat([outputs[torch.arange(outputs.shape[0]), last, :half],
+                      outputs[:, 0, half:]], -1), None
+
+
+def right_step(self, embedded, state, memory):
+    context, _ = self.context(state, memory)
+    return self.cell(torch.cat([embedded, context], -1), state), context, None
+
+
+def decoder(context=right_context, step=right_step):
+    methods = {}
+    if context is not None:
+        methods["context"] = context
+    if step is not None:
+        methods["step"] = step
+    return type("FixedContextDecoder", (VanillaDecoder,), methods)
+
+
+def last_real(self, state, memory):
+    outputs = memory.encoder_outputs
+    return outputs[torch.arange(outputs.shape[0]), memory.mask.sum(1) - 1], None
+
+
+def backward_first(self, state, memory):
+    context, _ = right_context(self, state, memory)
+    half = context.shape[-1] // 2
+    return torch.cat([context[:, half:], context[:, :half]], -1), None
+
+
+@pytest.mark.parametrize("context, points, expected", [
+    (right_context, 2, "final states, read from its outputs"),
+    (lambda self, s, m: (m.summary, None), 0, "returns `memory.summary`"),
+    (lambda self, s, m: (m.summary + 0, None), 0, "reads `memory.summary`"),
+    (lambda self, s, m: (m.encoder_outputs.mean(1), None), 0, "mean of the encoder outputs"),
+    (lambda self, s, m: (m.encoder_outputs.sum(1) / m.mask.sum(1, keepdim=True), None), 0,
+     "mean of the encoder outputs"),
+    (lambda self, s, m: (m.encoder_outputs[:, -1], None), 0, "column -1 is padding"),
+    (last_real, 0, "forgot the backward direction"),
+    (backward_first, 0, "wrong concatenation order: the forward state comes first"),
+    (lambda self, s, m: (right_context(self, s, m)[0] + s.sum(), None), 0,
+     "changes with the decoder state"),
+    (lambda self, s, m: (right_context(self, s, m)[0], m.mask.float()), 1,
+     "no attention weights"),
+    (lambda self, s, m: right_context(self, s, m)[0], 0, "must return a pair"),
+    (lambda self, s, m: VanillaDecoder.context(self, s, m), 0, "calls the library's `context`"),
+    (None, 0, "does not define `context`"),
+])
+def test_context_mistakes_get_their_named_hints(context, points, expected):
+    result = checks.check_vanilla_context(decoder(context=context))
+    assert result.points == points and expected in result.message, result.message
+
+
+def swapped(self, embedded, state, memory):
+    context, _ = self.context(state, memory)
+    return self.cell(torch.cat([context, embedded], -1), state), context, None
+
+
+def keeps_a_counter(self, embedded, state, memory):  # right once, wrong over a sentence
+    self.calls = getattr(self, "calls", 0) + 1
+    new, context, _ = right_step(self, embedded, state, memory)
+    return new * (1.0 if self.calls == 1 else 0.5), context, None
+
+
+@pytest.mark.parametrize("step, expected", [
+    (right_step, "same logits and greedy translations"),
+    (swapped, "wrong concatenation order: the GRU cell reads [y_(i-1); c]"),
+    (lambda self, e, s, m: (s, self.context(s, m)[0], None), "the state never changes"),
+    (lambda self, e, s, m: right_step(self, e, s, m)[:2], "must return three values"),
+    (lambda self, e, s, m: super(VanillaDecoder, self).step(e, s, m),
+     "calls the library's `step`"),
+    (keeps_a_counter, "over a whole sentence"),
+    (None, "does not define `step`"),
+])
+def test_step_mistakes_get_their_named_hints(step, expected):
+    result = checks.check_vanilla_step(decoder(step=step))
+    assert result.passed == (step is right_step) and expected in result.message, result.message
+
+
+def test_the_step_is_judged_on_its_own_when_the_context_is_wrong():
+    result = checks.check_vanilla_step(decoder(context=last_real))
+    assert result.passed
+
+
+def test_what_is_not_a_decoder_class_is_named():
+    assert "subclasses the library's decoder" in checks.check_vanilla_context(int).message
+    assert "run its cell first" in checks.check_vanilla_context(None).message
+
+    class Extra(VanillaDecoder):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.extra = torch.nn.Linear(2, 2)
+
+    assert "weights do not load" in checks.check_vanilla_context(Extra).message
+
+
+def test_the_library_steps_are_put_back_whatever_the_check_found():
+    from course_utils.models import _GRUDecoder
+
+    before = (_GRUDecoder.step, VanillaDecoder.context)
+    checks.check_vanilla_step(decoder(step=lambda self, e, s, m: super(VanillaDecoder, self)
+                                      .step(e, s, m)))
+    checks.check_vanilla_context(decoder(context=lambda self, s, m: 1 / 0))
+    assert (_GRUDecoder.step, VanillaDecoder.context) == before
+
+
+def test_training_uses_the_students_decoder_only_once_it_passes(capsys):
+    good = decoder()
+    assert checks.vanilla_decoder_to_train(good) is good
+    assert "your FixedContextDecoder" in capsys.readouterr().out
+    assert checks.vanilla_decoder_to_train(decoder(context=last_real)) is VanillaDecoder
+    assert "does not pass its checks yet" in capsys.readouterr().out

@@ -135,3 +135,20 @@ def test_alignment_dots_never_cover_the_printed_weights(annotate):
     assert len(numbers) == (6 if annotate else 0)
     for x, y in dots:
         assert all(abs(x - tx) > 0.2 or abs(y - ty) > 0.2 for tx, ty in numbers)
+
+
+@pytest.mark.parametrize("quick, kernel, shown", [
+    ("1", True, True), ("0", True, False), ("1", False, False)])
+def test_a_notebook_at_smoke_scale_says_so_once_at_the_top(quick, kernel, shown):
+    import os
+    import subprocess
+
+    from course_utils import SMOKE_SCALE_NOTE
+
+    fake_kernel = "import sys, types; sys.modules['ipykernel'] = types.ModuleType('ipykernel'); "
+    code = (fake_kernel if kernel else "") + "import course_utils; import course_utils.metrics"
+    env = {**os.environ, "COURSE_QUICK": quick}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.count(SMOKE_SCALE_NOTE) == (1 if shown else 0)
+    assert "do not interpret these numbers" in SMOKE_SCALE_NOTE

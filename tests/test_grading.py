@@ -50,6 +50,9 @@ SUBMISSIONS = {
     "deleted_and_reordered": deleted_and_reordered,
     "renamed": lambda: edited("def compute_energies(", "def my_energies("),
     "wrong_types": lambda: edited("return np.tanh(query + keys) @ v ", "return 'abc' "),
+    "shows_its_environment": lambda: with_cell(
+        "import os\nraise RuntimeError('scale ' + os.environ.get('COURSE_QUICK', '-') + ' runs '"
+        " + os.environ.get('COURSE_RUNS_DIR', '-'))"),
 }
 
 # student -> (status, automatic points)
@@ -65,6 +68,7 @@ EXPECTED = {
     "deleted_and_reordered": ("graded", 6),
     "renamed": ("graded", 5),
     "wrong_types": ("graded", 5),
+    "shows_its_environment": ("graded", 8),
     "not_json": ("not a notebook", 0),
     "empty": ("not a notebook", 0),
 }
@@ -133,6 +137,14 @@ def test_grading_again_reuses_unchanged_results_and_only_regrades(graded):
     assert third["good"].seconds != results["good"].seconds  # forced
     assert third["untouched"].total() == 8  # changed, so regraded
     assert third["renamed"].seconds == results["renamed"].seconds  # unchanged, reused
+
+
+def test_submissions_run_at_smoke_scale_and_save_into_their_own_folder(graded):
+    # E10.2 trains two models: under the grader that is the smoke-test run, in seconds, and
+    # nothing a notebook saves lands in the course's runs folder.
+    _, _, results = graded
+    note = next(n for n in results["shows_its_environment"].notes if "scale" in n)
+    assert "scale 1 runs " in note and "course-grade-" in note and note.endswith("/runs")
 
 
 def test_bad_arguments_are_clear_errors(tmp_path, capsys):

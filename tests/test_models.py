@@ -279,3 +279,39 @@ def test_skipping_padding_gives_the_same_loss_and_gradients():
     torch.testing.assert_close(full, skipped)
     for (name, p), q in zip(full_model.named_parameters(), real_model.parameters()):
         torch.testing.assert_close(p.grad, q.grad, rtol=1e-5, atol=1e-6, msg=name)
+
+
+def test_the_encoder_summary_is_forward_at_the_last_real_token_and_backward_at_the_first():
+    # E10.2's lesson: the fixed context can be read off the encoder outputs.
+    torch.manual_seed(0)
+    model = build_model(ModelConfig(11, 9, embed_dim=5, hidden_dim=4, attention=False))
+    lengths = torch.tensor([6, 2, 4])
+    src = torch.randint(4, 11, (3, 6))
+    src[torch.arange(6)[None, :] >= lengths[:, None]] = Vocab.pad_id
+    outputs, summary, _ = model.encode(src, lengths)
+    forward = outputs[torch.arange(3), lengths - 1, :4]
+    backward = outputs[:, 0, 4:]
+    assert torch.allclose(summary, torch.cat([forward, backward], -1), atol=1e-6)
+    assert not torch.allclose(summary, outputs[:, -1])  # the last column is padding
+
+
+def test_a_decoder_class_of_ones_own_takes_the_library_weights():
+    from course_utils.models import AttentionDecoder, VanillaDecoder
+
+    class Mine(VanillaDecoder):
+        def context(self, state, memory):
+            return memory.summary * 1.0, None
+
+    config = ModelConfig(11, 9, embed_dim=5, hidden_dim=4, attention=False)
+    torch.manual_seed(0)
+    library = build_model(config).eval()
+    mine = build_model(config, decoder_class=Mine).eval()
+    mine.load_state_dict(library.state_dict())
+    assert type(mine.decoder) is Mine
+    src, lengths = torch.randint(4, 11, (2, 5)), torch.tensor([5, 5])
+    tgt = torch.randint(4, 9, (2, 3))
+    assert torch.allclose(mine(src, lengths, tgt)[0], library(src, lengths, tgt)[0])
+    with pytest.raises(TypeError, match="subclass of VanillaDecoder .* without attention"):
+        build_model(config, decoder_class=AttentionDecoder)
+    with pytest.raises(TypeError, match="subclass of AttentionDecoder"):
+        build_model(ModelConfig(11, 9, attention=True), decoder_class=Mine)

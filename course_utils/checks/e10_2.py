@@ -1,6 +1,18 @@
 """Checks for exercise E10.2: vanilla seq2seq against Bahdanau attention on Multi30k.
 
-Students write three functions; the checks call them on small, known inputs:
+Students write the fixed-context ("Day 7 style") decoder as a subclass of the library's
+:class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its own ``context``
+and ``step``. The checks build a small model with fresh random weights and inputs on every call,
+load the same weights into the student's decoder and compare outputs:
+
+- ``vanilla_context``: ``context(state, memory)`` must give the encoder's final states,
+  ``[forward at the last real token; backward at the first]``, read from
+  ``memory.encoder_outputs`` and ``memory.mask`` (the check hides ``memory.summary``, which is
+  the library's answer), the same vector at every step, and no attention weights;
+- ``vanilla_step``: ``step(embedded, state, memory)`` must give the library's ``(s_i, c_i,
+  None)``, so that the whole model's logits and greedy outputs equal the library's.
+
+Then three functions, called on small, known inputs:
 
 - ``bleu_by_bucket(hypotheses, references, source_lengths)``: corpus BLEU per source-length
   bucket (``"< 10"``, ``"10-20"``, ``"> 20"``), ``None`` for an empty bucket;
@@ -12,22 +24,270 @@ The written comparison is graded by hand.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
+from contextlib import contextmanager
+from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import numpy as np
 import sacrebleu
+import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from course_utils.checks import CheckFailed, Exercise, call_student
+from course_utils.data import Vocab
 from course_utils.metrics import LENGTH_BUCKETS
+from course_utils.models import DecoderMemory, ModelConfig, Seq2Seq, VanillaDecoder, build_model
+from course_utils.models import _GRUDecoder as _LibraryStep
 from course_utils.training import History
 
-__all__ = ["EXERCISE", "check_bleu_by_bucket", "check_loss_curves", "check_plot_bleu"]
+__all__ = [
+    "EXERCISE",
+    "check_bleu_by_bucket",
+    "check_loss_curves",
+    "check_plot_bleu",
+    "check_vanilla_context",
+    "check_vanilla_step",
+    "vanilla_decoder_to_train",
+]
 
 EXERCISE = Exercise("E10.2", "Vanilla seq2seq against Bahdanau attention")
 BUCKETS = tuple(name for name, _, _ in LENGTH_BUCKETS)  # the lesson's buckets, one home
+
+# ------------------------------------------------------------------ the fixed-context decoder
+
+_CONFIG = ModelConfig(src_vocab_size=23, tgt_vocab_size=19, embed_dim=8, hidden_dim=6,
+                      attention_dim=6, attention=False, dropout=0.0, maxout_dim=4)
+_LENGTHS = (7, 3, 1, 5)  # padded to 7: one full row, a one-token sentence, two in between
+_GIVEN = "a batch of 4 sentences of 7, 3, 1 and 5 tokens (padded to 7)"
+
+
+class _Hidden(torch.Tensor):
+    """Stands in for ``memory.summary`` in the context check: any use of it fails, naming why."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        raise CheckFailed("`context` reads `memory.summary`: that is the library's answer (the "
+                          "encoder computed it), and this check hides it. Read the final states "
+                          "from `memory.encoder_outputs`, using `memory.mask` to find each "
+                          "sentence's last real token")
+
+
+def _fresh(seed: int):
+    """A library vanilla model with random weights, and a padded batch for it."""
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    library = build_model(_CONFIG).eval()
+    lengths = torch.tensor(_LENGTHS)
+    width = max(_LENGTHS)
+    src = torch.randint(4, _CONFIG.src_vocab_size, (len(_LENGTHS), width), generator=generator)
+    src[torch.arange(width)[None, :] >= lengths[:, None]] = Vocab.pad_id
+    tgt_in = torch.randint(4, _CONFIG.tgt_vocab_size, (len(_LENGTHS), 6), generator=generator)
+    tgt_in[:, 0] = Vocab.bos_id
+    return library, src, lengths, tgt_in
+
+
+def _student_model(decoder_class: object, library: Seq2Seq) -> Seq2Seq:
+    """``decoder_class`` built like the library's decoder, holding the library's weights."""
+    if not isinstance(decoder_class, type) or not issubclass(decoder_class, VanillaDecoder):
+        raise CheckFailed("FixedContextDecoder must be a class that subclasses the library's "
+                          "decoder: `class FixedContextDecoder(VanillaDecoder):`")
+    try:
+        model = build_model(_CONFIG, decoder_class=decoder_class).eval()
+    except Exception as error:
+        raise CheckFailed(f"building your decoder like the library's failed with "
+                          f"{type(error).__name__}: {error}: keep VanillaDecoder's constructor "
+                          "(do not override __init__)") from None
+    try:
+        model.load_state_dict(library.state_dict())
+    except RuntimeError as error:
+        raise CheckFailed("the library's weights do not load into your decoder: keep its layers "
+                          f"as they are and add none ({str(error).splitlines()[0]})") from None
+    return model
+
+
+def _memory(library: Seq2Seq, src: torch.Tensor, lengths: torch.Tensor) -> DecoderMemory:
+    with torch.no_grad():
+        outputs, summary, mask = library.encode(src, lengths)
+        return library.decoder.prepare(outputs, summary, mask)
+
+
+@contextmanager
+def _library_steps_refused():
+    """While the student's decoder runs, the library's own ``step`` and ``context`` (reached by
+    ``super()``) fail with a message instead of doing the work."""
+    saved = _LibraryStep.step, VanillaDecoder.context
+
+    def refuse(what: str):
+        def refused(self, *args, **kwargs):
+            raise CheckFailed(f"your decoder calls the library's `{what}` (through `super()`): "
+                              "write it yourself")
+        return refused
+
+    setattr(_LibraryStep, "step", refuse("step"))  # noqa: B010 (mypy: no method assignment)
+    setattr(VanillaDecoder, "context", refuse("context"))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(_LibraryStep, "step", saved[0])  # noqa: B010
+        setattr(VanillaDecoder, "context", saved[1])  # noqa: B010
+
+
+def _defines(decoder_class: type, method: str) -> None:
+    if method not in vars(decoder_class):
+        raise CheckFailed(f"FixedContextDecoder does not define `{method}`: write it in the class")
+
+
+def _close(a: object, b: torch.Tensor) -> bool:
+    return (isinstance(a, torch.Tensor) and a.shape == b.shape
+            and bool(torch.allclose(a.float(), b.float(), atol=1e-5)))
+
+
+def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tuple[torch.Tensor,
+                                                                                    str]]:
+    outputs, summary = memory.encoder_outputs, memory.summary
+    half = outputs.shape[-1] // 2
+    rows = torch.arange(outputs.shape[0])
+    last = outputs[rows, lengths - 1]  # the whole vector at the last real token
+    final_states = "the encoder's final states, [forward at the last real token; backward at " \
+                   "the first]"
+    return [
+        (torch.cat([summary[:, half:], summary[:, :half]], -1),
+         "wrong concatenation order: the forward state comes first, then the backward one"),
+        (last, "you forgot the backward direction: at the last token its half of the output has "
+               "read only that token. The backward GRU reads right to left, so its final state "
+               "sits at position 0"),
+        (outputs[:, 0], "the forward half at position 0 has read only the first token: the "
+                        "forward GRU's final state sits at each sentence's last real token"),
+        (outputs[:, -1], "column -1 is padding (zeros) for every sentence shorter than the "
+                         "batch: use `memory.mask` to find each sentence's last real token"),
+        (outputs.sum(1) / lengths[:, None], f"that is the mean of the encoder outputs, not "
+                                            f"{final_states}"),
+        (outputs.mean(1), f"that is the mean of the encoder outputs (padding included), not "
+                          f"{final_states}"),
+    ]
+
+
+@EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder")
+def check_vanilla_context(decoder_class: type) -> str:
+    library, src, lengths, _ = _fresh(secrets.randbits(31))
+    model = _student_model(decoder_class, library)
+    _defines(decoder_class, "context")
+    memory = _memory(library, src, lengths)
+    hidden = replace(memory, summary=torch.empty(0).as_subclass(_Hidden))
+    states = torch.randn(2, len(_LENGTHS), _CONFIG.hidden_dim)
+    got = []
+    with torch.no_grad(), _library_steps_refused():
+        for state in states:
+            got.append(call_student(model.decoder.context, state, hidden, given=_GIVEN))
+    result = got[0]
+    if not isinstance(result, tuple) or len(result) != 2:
+        raise CheckFailed(f"`context` must return a pair (context, weights): (the fixed "
+                          f"context, None); got {type(result).__name__}")
+    context, weights = result
+    if isinstance(context, _Hidden):
+        raise CheckFailed("`context` returns `memory.summary`: that is the library's answer, "
+                          "and this check hides it. Read the final states from "
+                          "`memory.encoder_outputs`, with `memory.mask`")
+    expected = memory.summary
+    if not isinstance(context, torch.Tensor) or context.shape != expected.shape:
+        shape = tuple(context.shape) if isinstance(context, torch.Tensor) else \
+            type(context).__name__
+        raise CheckFailed(f"the context should be (batch, 2 * hidden_dim) = "
+                          f"{tuple(expected.shape)} for {_GIVEN}; got {shape}")
+    again = got[1][0] if isinstance(got[1], tuple) and got[1] else None
+    if not _close(again, context):
+        raise CheckFailed("the context changes with the decoder state: the vanilla decoder's "
+                          "context is the same vector at every step, whatever the state")
+    if not _close(context, expected):
+        for candidate, hint in _context_mistakes(memory, lengths):
+            if _close(context, candidate):
+                raise CheckFailed(hint)
+        raise CheckFailed(f"the context differs from the encoder's final states for {_GIVEN}: "
+                          "[forward half at the last real token; backward half at position 0]")
+    if weights is not None:
+        raise CheckFailed("right context, but the vanilla decoder has no attention weights: "
+                          "return None as the second value", points=1)
+    return "the encoder's final states, read from its outputs"
+
+
+def _reference_context(self, state, memory):
+    return memory.summary, None
+
+
+def _swapped_step(self, embedded, state, memory):
+    context, _ = self.context(state, memory)
+    return self.cell(torch.cat([context, embedded], -1), state), context, None
+
+
+@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder")
+def check_vanilla_step(decoder_class: type) -> str:
+    library, src, lengths, tgt_in = _fresh(secrets.randbits(31))
+    model = _student_model(decoder_class, library)
+    _defines(decoder_class, "step")
+    if not check_vanilla_context(decoder_class).passed:
+        # judge the step alone: the library's context stands in for the student's
+        decoder_class = type("StepOnly", (decoder_class,), {"context": _reference_context})
+        model = _student_model(decoder_class, library)
+    memory = _memory(library, src, lengths)
+    embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
+    state = torch.randn(len(_LENGTHS), _CONFIG.hidden_dim)
+    with torch.no_grad():
+        want_state, want_context, _ = library.decoder.step(embedded, state, memory)
+        want_logits, _ = library(src, lengths, tgt_in)
+        want_tokens = library.greedy_decode(src, lengths, max_len=8).tokens
+        mistakes = [
+            (_swapped_step(library.decoder, embedded, state, memory)[0],
+             "wrong concatenation order: the GRU cell reads [y_(i-1); c], the embedded word "
+             "first, then the context"),
+            (state, "the state never changes: s_i = self.cell(input, s_(i-1)) is the new state "
+                    "to return"),
+        ]
+    given = f"{_GIVEN} and one step's embedded previous words"
+    with torch.no_grad(), _library_steps_refused():
+        result = call_student(model.decoder.step, embedded, state, memory, given=given)
+        if not isinstance(result, tuple) or len(result) != 3:
+            raise CheckFailed(f"`step` must return three values (s_i, c_i, None); got "
+                              f"{type(result).__name__}"
+                              + (f" of {len(result)}" if isinstance(result, tuple) else ""))
+        new_state, context, weights = result
+        if not _close(context, want_context):
+            raise CheckFailed("the second value must be this step's context c_i (from "
+                              "`self.context(state, memory)`)")
+        if not _close(new_state, want_state):
+            for candidate, hint in mistakes:
+                if _close(new_state, candidate):
+                    raise CheckFailed(hint)
+            raise CheckFailed("the new state s_i differs from the library's: "
+                              "s_i = GRUCell([y_(i-1); c], s_(i-1))")
+        if weights is not None:
+            raise CheckFailed("right state and context, but the vanilla decoder has no "
+                              "attention weights: return None as the third value", points=1)
+        logits, _ = call_student(model, src, lengths, tgt_in, given=given)
+        tokens = call_student(lambda: model.greedy_decode(src, lengths, max_len=8).tokens,
+                              given=f"{_GIVEN}, decoded greedily")
+    if not _close(logits, want_logits) or tokens != want_tokens:
+        raise CheckFailed("one step is right, but over a whole sentence your decoder's outputs "
+                          "differ from the library's: does `step` keep any state of its own?")
+    return "same logits and greedy translations as the library's vanilla decoder"
+
+
+def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
+    """The decoder class to train the vanilla model with: the student's ``FixedContextDecoder``
+    once both its checks pass; until then the library's :class:`VanillaDecoder`, with a printed
+    note, so the rest of the notebook can run."""
+    results = [check(decoder_class) for check in (check_vanilla_context, check_vanilla_step)]
+    if all(r.passed for r in results):
+        print("vanilla model: your FixedContextDecoder")
+        return decoder_class  # type: ignore[return-value]
+    print("vanilla model: the library's VanillaDecoder, because your FixedContextDecoder does "
+          "not pass its checks yet (Part 1). Fix it, then run this cell again to train yours.")
+    return VanillaDecoder
+
+
+# --------------------------------------------------------------------------- BLEU by length
 
 _WORDS = "a man in a blue shirt is riding a bike down the street while two dogs run behind".split()
 
@@ -213,11 +473,12 @@ EXERCISE.manual_question(
     "comparison",
     points=3,
     prompt="Compare the two models with your numbers: test BLEU, training curves, and the "
-           "gain on short against long sentences.",
+           "gain on short against long sentences, with its intervals; what the long bucket's "
+           "interval allows you to conclude, and what the larger budget of notebook 4 changes.",
 )
 EXERCISE.manual_question(
     "why",
     points=2,
     prompt="Why does the fixed-context model fall behind most on long sentences? Connect your "
-           "answer to the bottleneck of notebook 1.",
+           "answer to the bottleneck of notebook 1 and to the decoder you wrote in Part 1.",
 )

@@ -1,0 +1,99 @@
+"""BLEU by length with bootstrap intervals: the point values are the corpus scores, the
+intervals behave as intervals should, and bad input is refused by name."""
+
+import numpy as np
+import pytest
+import sacrebleu
+from sacrebleu.metrics import BLEU
+
+from course_utils.metrics import (
+    Interval,
+    _sentence_statistics,
+    bleu_by_length,
+    compare_by_length,
+)
+
+WORDS = "a man in a blue shirt rides a bike down a busy street while two small dogs run".split()
+
+
+def corpus(n=120, noise=0.3, seed=0):
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, 30, n).tolist()
+    refs = [" ".join(WORDS[(i + k) % len(WORDS)] for k in range(m)) for i, m in enumerate(lengths)]
+    hyps = [" ".join(w if rng.random() > noise else "zz" for w in r.split()) for r in refs]
+    return hyps, refs, lengths
+
+
+def test_summed_sentence_statistics_give_sacrebleus_corpus_score():
+    hyps, refs, _ = corpus()
+    bleu = BLEU(lowercase=True)
+    summed = _sentence_statistics(bleu, hyps, refs).sum(0)
+    score = bleu._compute_score_from_stats([int(x) for x in summed]).score
+    assert score == pytest.approx(sacrebleu.corpus_bleu(hyps, [refs], lowercase=True).score)
+
+
+def test_point_values_are_the_bucket_corpus_scores_and_intervals_contain_them():
+    hyps, refs, lengths = corpus()
+    worse = corpus(noise=0.5)[0]
+    result = compare_by_length({"worse": worse, "better": hyps}, refs, lengths)
+    plain = bleu_by_length(hyps, refs, lengths)
+    for bucket, expected in plain.items():
+        got = result.bleu["better"][bucket]
+        assert got.value == pytest.approx(expected.score)
+        assert got.low <= got.value <= got.high and got.low < got.high
+        assert result.counts[bucket] == expected.n
+        gain = result.gain["better"][bucket]
+        assert gain.value == pytest.approx(got.value - result.bleu["worse"][bucket].value)
+    short, long = result.bleu["better"]["< 10"].value, result.bleu["better"]["> 20"].value
+    assert result.drop["better"].value == pytest.approx(100 * (1 - long / short))
+    assert result.drop_gap["better"].value == pytest.approx(
+        result.drop["worse"].value - result.drop["better"].value)
+    assert result.drop_gap["better"].low <= result.drop_gap["better"].value
+    assert result.baseline == "worse" and "worse" not in result.gain  # no gain over itself
+    assert "95% bootstrap intervals" in str(result)
+
+
+def test_a_model_against_itself_gains_exactly_zero_and_a_clear_gain_excludes_zero():
+    hyps, refs, lengths = corpus(300)
+    same = compare_by_length({"a": hyps, "b": list(hyps)}, refs, lengths)
+    assert all(g == Interval(0.0, 0.0, 0.0) for g in same.gain["b"].values())
+    garbled = corpus(300, noise=0.9)[0]
+    clear = compare_by_length({"bad": garbled, "good": hyps}, refs, lengths)
+    assert all(g.excludes(0.0) and g.value > 0 for g in clear.gain["good"].values())
+
+
+def test_fewer_sentences_give_wider_intervals_and_a_seed_repeats_them():
+    hyps, refs, lengths = corpus(400)
+    big = compare_by_length({"m": hyps}, refs, lengths)
+    small = compare_by_length({"m": hyps[:60]}, refs[:60], lengths[:60])
+    width = lambda r: r.bleu["m"]["10-20"].high - r.bleu["m"]["10-20"].low  # noqa: E731
+    assert width(small) > width(big)
+    assert compare_by_length({"m": hyps}, refs, lengths, seed=3) == \
+        compare_by_length({"m": hyps}, refs, lengths, seed=3)
+
+
+def test_an_empty_bucket_is_none_not_a_crash():
+    hyps, refs, lengths = corpus()
+    short = [i for i, n in enumerate(lengths) if n < 10]
+    result = compare_by_length({"a": [hyps[i] for i in short], "b": [hyps[i] for i in short]},
+                               [refs[i] for i in short], [lengths[i] for i in short])
+    assert result.bleu["a"]["> 20"] is None and result.gain["b"]["> 20"] is None
+    assert result.drop["a"] is None and result.gain_growth["b"] is None
+    assert result.drop_gap["b"] is None
+    assert "-" in str(result)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"hypotheses": {}}, "at least one model"),
+    ({"hypotheses": {"a": ["x"]}}, "model 'a' has 1 hypotheses for 2 references"),
+    ({"source_lengths": [3]}, "1 source lengths for 2 references"),
+    ({"confidence": 95}, "confidence must be between 0 and 1"),
+    ({"resamples": 0}, "resamples must be at least 1"),
+    ({"baseline": "c"}, "baseline 'c' is not one of the models"),
+])
+def test_bad_input_is_refused_by_name(kwargs, message):
+    args = {"hypotheses": {"a": ["x y", "z"]}, "references": ["x y", "z"],
+            "source_lengths": [2, 1], **kwargs}
+    with pytest.raises(ValueError, match=message):
+        compare_by_length(args.pop("hypotheses"), args.pop("references"),
+                          args.pop("source_lengths"), **args)
