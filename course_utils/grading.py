@@ -37,6 +37,7 @@ import hmac
 import html
 import io
 import json
+import math
 import os
 import re
 import secrets
@@ -86,12 +87,17 @@ class GradeResult:
 # ------------------------------------------------------------------------------ the worker
 
 
-def _grading_cell(exercise_id: str) -> str:
+PART = "@@COURSE-GRADE-PART@@"  # the worker streams each part's result as soon as it has it
+
+
+def _grading_cell(exercise_id: str, check: str) -> str:
+    """The cell that runs one check on the student's function: one cell per part, so that each
+    part has its own time limit and a function that hangs under its check costs that part only."""
     return (
         "import builtins as _b, json as _j\n"
         "from course_utils.checks import get_exercise as _g\n"
-        f"_r = _g({exercise_id!r}).grade(globals())\n"
-        f"_b.print({MARKER!r} + _j.dumps([x.to_dict() for x in _r]))\n"
+        f"_c = _g({exercise_id!r}).checks[{check!r}]\n"
+        f"_b.print({MARKER!r} + _j.dumps(_c(globals().get(_c.target)).to_dict()))\n"
     )
 
 
@@ -173,16 +179,39 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
         return {"status": "not a notebook", "notes": [f"could not read the notebook: "
                                                      f"{error}"[:300]]}
     (folder / "submission.ipynb").write_bytes(raw)  # the notebook's own folder, as in Jupyter
-    grading = nbformat.v4.new_code_cell(_grading_cell(exercise_id))
+    from course_utils.checks import get_exercise
+
+    exercise = get_exercise(exercise_id)
+    grading = {}  # id of each appended cell -> (part, the function it checks)
     notebook.cells = [c for c in notebook.cells if c.cell_type in ("code", "markdown", "raw")]
-    notebook.cells.append(grading)
+    for name, check in exercise.checks.items():
+        cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name))
+        grading[id(cell)] = (name, check.target)
+        notebook.cells.append(cell)
+    parts: list[dict] = []
     status = "graded"
 
     def on_cell_executed(cell, cell_index, execute_reply):
         nonlocal status
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if cell is not grading:
-            cell.outputs = []  # keep memory flat whatever the student prints
+        if id(cell) in grading:
+            part, target = grading[id(cell)]
+            text = "".join(o.get("text", "") for o in cell.get("outputs", [])
+                           if o.get("output_type") == "stream")
+            lines = [line for line in text.splitlines() if line.startswith(MARKER)]
+            if lines:
+                parts.append(json.loads(lines[-1][len(MARKER):]))
+                print(PART + json.dumps(parts[-1]), flush=True)  # kept even if a later part hangs
+                if "time limit" in parts[-1].get("message", ""):
+                    notes.append(f"part {part!r}: `{target}` ran longer than {cell_seconds:g} s "
+                                 "under its check: this part scores 0, the others were graded")
+            elif errors:
+                notes.append(f"part {part!r}: its check could not run "
+                             f"({errors[0].get('ename', '')}: "
+                             f"{errors[0].get('evalue', '')})"[:300])
+            cell.outputs = []
+            return
+        cell.outputs = []  # keep memory flat whatever the student prints
         first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
         where = f"cell {cell_index} (`{first[:50]}`)"
         for error in errors:
@@ -207,19 +236,17 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
         # a limit that was hit first explains the death; otherwise the kernel crashed
         return {"status": status if status in ("memory", "timeout") else "crashed",
                 "notes": [*notes, "the kernel died (os._exit, a crash, or the memory limit) "
-                          "before grading finished"]}
+                          "before grading finished"], "checks": parts}
     except Exception as error:
-        return {"status": "crashed", "notes": [*notes, f"{type(error).__name__}: {error}"[:300]]}
-    text = "".join(o.get("text", "") for o in grading.outputs if o.get("output_type") == "stream")
-    lines = [line for line in text.splitlines() if line.startswith(MARKER)]
-    if not lines:
+        return {"status": "crashed", "notes": [*notes, f"{type(error).__name__}: {error}"[:300]],
+                "checks": parts}
+    if not parts:
         if status in ("memory", "timeout"):  # the limit that was hit explains the rest
             return {"status": status, "notes": [*notes, f"after that ({status} limit), the "
                                                 "checks could not run in this kernel"]}
         return {"status": "crashed", "notes": [*notes, "the checks could not run in this "
                                                "notebook's kernel"]}
-    checks = json.loads(lines[-1][len(MARKER):])
-    return {"status": status, "notes": notes, "checks": checks}
+    return {"status": status, "notes": notes, "checks": parts}
 
 
 def _limit_memory(memory_mb: int):
@@ -405,9 +432,14 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
             out, _ = process.communicate(timeout=limits.total_seconds)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            return GradeResult(student, "timeout", notes=[
+            out, _ = process.communicate()  # what the worker said before it was stopped
+            result = GradeResult(student, "timeout", notes=[
                 f"the notebook ran longer than {limits.total_seconds:g} s in total and was "
-                "stopped"], seconds=time.perf_counter() - start)
+                "stopped" + (": the parts checked before that keep their points"
+                             if PART.encode() in out else "")],
+                seconds=time.perf_counter() - start)
+            _add_parts(result, exercise_id, out.decode(errors="replace").splitlines())
+            return result
         finally:
             _kill_group(process)  # the kernel too, whatever happened
             with _running_lock:
@@ -415,22 +447,43 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
     if _stopping.is_set():
         raise KeyboardInterrupt
     seconds = time.perf_counter() - start
+    lines = out.decode(errors="replace").strip().splitlines()
     try:
-        report = json.loads(out.decode(errors="replace").strip().splitlines()[-1])
+        report = json.loads(lines[-1])
+        if not isinstance(report, dict):
+            raise ValueError("not a report")
     except (ValueError, IndexError):
         if process.returncode in (-signal.SIGKILL, -signal.SIGSEGV):
-            return GradeResult(student, "memory", notes=[
+            report = {"status": "memory", "notes": [
                 f"the grading process was killed (code {process.returncode}), most likely by "
-                f"the memory limit of {limits.memory_mb} MB"], seconds=seconds)
-        return GradeResult(student, "grader error", notes=[
-            f"the grading process ended with code {process.returncode} and no result"],
-            seconds=seconds)
-    result = GradeResult(student, report["status"],
-                         notes=[_cut(n) for n in report.get("notes", [])], seconds=seconds)
-    for check in report.get("checks", []):
-        result.points[check["name"]] = check["points"]
-        result.messages[check["name"]] = _cut(check["message"])
+                f"the memory limit of {limits.memory_mb} MB"]}
+        else:
+            report = {"status": "grader error", "notes": [
+                f"the grading process ended with code {process.returncode} and no result"]}
+    result = GradeResult(student, str(report.get("status")), seconds=seconds,
+                         notes=[_cut(n) for n in report.get("notes", [])])
+    _add_parts(result, exercise_id, lines)
     return result
+
+
+def _add_parts(result: GradeResult, exercise_id: str, lines: list[str]) -> None:
+    """Each part's points from the worker's streamed lines, taken strictly: a part this exercise
+    does not have is ignored, points are clamped to [0, the part's maximum]."""
+    exercise = get_exercise(exercise_id)
+    for line in lines:
+        if not line.startswith(PART):
+            continue
+        try:
+            part = json.loads(line[len(PART):])
+            name, points = str(part["name"]), float(part["points"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        check = exercise.checks.get(name)
+        if check is None:
+            continue
+        result.points[name] = min(max(points, 0.0), check.points) if math.isfinite(points) \
+            else 0.0
+        result.messages[name] = _cut(part.get("message", ""))
 
 
 def _cut(text: object, limit: int = MESSAGE_CHARS) -> str:

@@ -219,3 +219,39 @@ def test_the_grading_benchmark_runs_and_writes_its_table(tmp_path):
     assert "## Grading submissions" in text and "bare kernel" in text
     if detect():
         assert "The sandbox adds" in text
+
+
+def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    # the notebook's own cells run fine; the check's fresh inputs make `softmax` loop
+    hang = nbformat.read(SOLUTION, as_version=4)
+    hang.cells.append(new_code_cell("_softmax = softmax\n"
+                                    "def softmax(energies):\n"
+                                    "    import numpy as np\n"
+                                    "    if np.asarray(energies).size > 4:\n"
+                                    "        while True:\n"
+                                    "            pass\n"
+                                    "    return _softmax(energies)\n"))
+    hang.cells.append(new_code_cell("import sys\nsys.exit(0)"))  # SystemExit at the end too
+    nbformat.write(hang, subs / "hangs.ipynb")
+    limits = GradingLimits(cell_seconds=5, total_seconds=120, memory_mb=3000)
+    result = grade_folder("E10.1", subs, tmp_path / "out", limits=limits, progress=False)[0]
+    assert result.points["softmax"] == 0
+    assert result.total() == 8 - 2  # every other part keeps its points
+    assert "time limit" in result.messages["softmax"]
+    assert any("part 'softmax'" in n and "`softmax`" in n for n in result.notes)
+
+
+def test_points_are_clamped_and_unknown_parts_ignored():
+    from course_utils.grading import PART, GradeResult, _add_parts
+
+    result = GradeResult("x", "graded")
+    _add_parts(result, "E10.1", [
+        PART + json.dumps({"name": "energies", "points": 4000, "message": "ok"}),
+        PART + json.dumps({"name": "softmax", "points": -5, "message": "ok"}),
+        PART + json.dumps({"name": "context", "points": float("nan"), "message": "ok"}),
+        PART + json.dumps({"name": "bonus", "points": 99, "message": "forged"}),
+        "@@COURSE-GRADE@@ not a part", PART + "{broken",
+    ])
+    assert result.points == {"energies": 3.0, "softmax": 0.0, "context": 0.0}
