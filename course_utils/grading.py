@@ -154,7 +154,7 @@ def _kernel_here(folder: Path) -> str:
 
 
 def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
-                hide: list[str] | None = None) -> dict:
+                hide: list[str] | None = None, report: Any = print) -> dict:
     """Execute one notebook and return its result as a dict. With ``hide`` (the sandbox), this
     process is the first of fresh namespaces: it reads the notebook, then shuts itself in
     (:func:`course_utils.sandbox.enter`) before running any of it."""
@@ -201,7 +201,7 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
             lines = [line for line in text.splitlines() if line.startswith(MARKER)]
             if lines:
                 parts.append(json.loads(lines[-1][len(MARKER):]))
-                print(PART + json.dumps(parts[-1]), flush=True)  # kept even if a later part hangs
+                report(PART + json.dumps(parts[-1]))  # kept even if a later part hangs
                 if "time limit" in parts[-1].get("message", ""):
                     notes.append(f"part {part!r}: `{target}` ran longer than {cell_seconds:g} s "
                                  "under its check: this part scores 0, the others were graded")
@@ -421,18 +421,29 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
             from course_utils.sandbox import wrap
 
             command = wrap([*command, json.dumps(hide or [])])
-        process = subprocess.Popen(
-            command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL, env=_minimal_env(), start_new_session=True,
-            preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
-        )
+        # The worker reports on a pipe of its own, which it keeps from the kernel: the
+        # student's code can write to the worker's stdout (fd 1), not to this channel.
+        read_end, write_end = os.pipe()
+        try:
+            process = subprocess.Popen(
+                [*command, str(write_end)], cwd=folder, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=_minimal_env(),
+                start_new_session=True, pass_fds=(write_end,),
+                preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
+            )
+        finally:
+            os.close(write_end)
+        chunks: list[bytes] = []
+        reader = threading.Thread(target=_drain, args=(read_end, chunks), daemon=True)
+        reader.start()
         with _running_lock:
             _running.add(process)
         try:
-            out, _ = process.communicate(timeout=limits.total_seconds)
+            process.wait(timeout=limits.total_seconds)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            out, _ = process.communicate()  # what the worker said before it was stopped
+            reader.join(timeout=10)
+            out = b"".join(chunks)  # what the worker said before it was stopped
             result = GradeResult(student, "timeout", notes=[
                 f"the notebook ran longer than {limits.total_seconds:g} s in total and was "
                 "stopped" + (": the parts checked before that keep their points"
@@ -444,6 +455,8 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
             _kill_group(process)  # the kernel too, whatever happened
             with _running_lock:
                 _running.discard(process)
+        reader.join(timeout=10)
+        out = b"".join(chunks)
     if _stopping.is_set():
         raise KeyboardInterrupt
     seconds = time.perf_counter() - start
@@ -484,6 +497,13 @@ def _add_parts(result: GradeResult, exercise_id: str, lines: list[str]) -> None:
         result.points[name] = min(max(points, 0.0), check.points) if math.isfinite(points) \
             else 0.0
         result.messages[name] = _cut(part.get("message", ""))
+
+
+def _drain(fd: int, chunks: list[bytes]) -> None:
+    """Read the worker's report pipe until every writer has closed it (the worker is gone)."""
+    with os.fdopen(fd, "rb") as pipe:
+        while chunk := pipe.read1(65536):
+            chunks.append(chunk)
 
 
 def _cut(text: object, limit: int = MESSAGE_CHARS) -> str:
@@ -701,9 +721,18 @@ def summary(exercise_id: str, results: list[GradeResult]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--worker"]:
+        # --worker NOTEBOOK EXERCISE CELL_SECONDS [HIDE_JSON] REPORT_FD
         notebook, exercise_id, cell_seconds, *rest = argv[1:]
-        hide = json.loads(rest[0]) if rest else None
-        print(json.dumps(_run_worker(notebook, exercise_id, float(cell_seconds), hide)))
+        fd = int(rest[-1])
+        hide = json.loads(rest[0]) if len(rest) == 2 else None
+        os.set_inheritable(fd, False)  # the kernel and the student's processes never get it
+        with os.fdopen(fd, "w", buffering=1) as channel:
+            def report(line: str) -> None:
+                channel.write(line + "\n")
+                channel.flush()
+
+            report(json.dumps(_run_worker(notebook, exercise_id, float(cell_seconds), hide,
+                                          report)))
         return 0
     parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.splitlines()[0])
     parser.add_argument("exercise", help="exercise id, e.g. E10.1")

@@ -255,3 +255,24 @@ def test_points_are_clamped_and_unknown_parts_ignored():
         "@@COURSE-GRADE@@ not a part", PART + "{broken",
     ])
     assert result.points == {"energies": 3.0, "softmax": 0.0, "context": 0.0}
+
+
+@pytest.mark.parametrize("sandbox", [None, pytest.param("unshare", marks=needs_sandbox)])
+def test_lines_written_to_the_workers_stdout_are_not_results(tmp_path, sandbox):
+    from course_utils.grading import MARKER, PART
+
+    forged = json.dumps({"name": "energies", "points": 3, "message": "forged"})
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    notebook = nbformat.read(ROOT / "exercises" / "E10.1-attention-by-hand.ipynb",
+                             as_version=4)
+    notebook.cells.append(new_code_cell(
+        "import os, sys, json\n"
+        f"for fd in (1, 2):\n"
+        f"    os.write(fd, ({PART!r} + {forged!r} + '\\n').encode())\n"
+        f"    os.write(fd, ({MARKER!r} + {forged!r} + '\\n').encode())\n"
+        "os.write(1, (json.dumps({'status': 'graded', 'notes': []}) + '\\n').encode())\n"))
+    nbformat.write(notebook, subs / "forger.ipynb")
+    result = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False,
+                          sandbox=sandbox)[0]
+    assert result.total() == 0 and result.points["energies"] == 0
