@@ -20,8 +20,12 @@ Statuses: ``graded``; ``timeout`` (a cell or the whole notebook ran past its lim
 ``not a notebook`` (unreadable or not nbformat JSON); ``grader error``.
 
 The limits protect a batch against accidents (endless loops, runaway memory, a dying kernel).
-They are not a security boundary: student code runs as you, and can read any file you can. For
-untrusted cohorts, run this command inside a container.
+On Linux, where user namespaces are allowed, each worker also runs in a sandbox
+(:mod:`course_utils.sandbox`: own PID and network namespaces, read-only files, a private
+``/tmp``, the submissions, the output folder and the cache key hidden). Kernels see a minimal
+environment (no instructor variables) and start from the grader's own Python. Not yet
+protected: the points are decided inside the student's kernel, so a determined student can
+forge their own marks.
 """
 
 from __future__ import annotations
@@ -29,21 +33,27 @@ from __future__ import annotations
 import argparse
 import csv
 import hashlib
+import hmac
 import html
 import io
 import json
+import math
 import os
+import re
+import secrets
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from course_utils.checks import get_exercise
 from course_utils.files import atomic_path, write_text_atomically
@@ -77,38 +87,131 @@ class GradeResult:
 # ------------------------------------------------------------------------------ the worker
 
 
-def _grading_cell(exercise_id: str) -> str:
+PART = "@@COURSE-GRADE-PART@@"  # the worker streams each part's result as soon as it has it
+
+
+def _grading_cell(exercise_id: str, check: str) -> str:
+    """The cell that runs one check on the student's function: one cell per part, so that each
+    part has its own time limit and a function that hangs under its check costs that part only."""
     return (
         "import builtins as _b, json as _j\n"
         "from course_utils.checks import get_exercise as _g\n"
-        f"_r = _g({exercise_id!r}).grade(globals())\n"
-        f"_b.print({MARKER!r} + _j.dumps([x.to_dict() for x in _r]))\n"
+        f"_c = _g({exercise_id!r}).checks[{check!r}]\n"
+        f"_b.print({MARKER!r} + _j.dumps(_c(globals().get(_c.target)).to_dict()))\n"
     )
 
 
-def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float) -> dict:
-    """Execute one notebook (in the current folder) and return its result as a dict."""
+MESSAGE_CHARS = 400  # a check's message or a note, at most: a 5 MB exception makes no 5 MB file
+_EXERCISE_TITLE = re.compile(r"#\s*Exercise\s+(E\d+\.\d+)")
+
+
+def _read_notebook(raw: bytes, exercise_id: str) -> tuple[Any, list[str]]:
+    """The notebook in ``raw``, read as forgivingly as Jupyter opens it, and notes on what was
+    repaired; raises ``ValueError`` when it is not a notebook at all."""
+    import nbformat
+
+    notes: list[str] = []
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]  # a UTF-8 byte-order mark, as some editors write: Jupyter ignores it
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as error:
+        raise ValueError(f"not JSON: {type(error).__name__}: {error}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise ValueError("JSON, but not a notebook (no list of cells)")
+    notebook = nbformat.reads(json.dumps(data), as_version=4)
+    try:
+        nbformat.validate(notebook)
+    except nbformat.ValidationError as error:
+        for cell in notebook.cells:  # what Jupyter fills in when it opens such a file
+            cell.setdefault("metadata", {})
+            cell.setdefault("source", "")
+            if cell.get("cell_type") == "code":
+                cell.setdefault("outputs", [])
+                cell.setdefault("execution_count", None)
+        notes.append(f"warning: the file does not follow the notebook format "
+                     f"({str(error).splitlines()[0][:120]}); graded as Jupyter would open it")
+    for cell in notebook.cells:
+        if cell.get("cell_type") == "markdown":
+            match = _EXERCISE_TITLE.search(str(cell.get("source", "")))
+            if match and match.group(1) != exercise_id:
+                notes.append(f"warning: this looks like a submission for {match.group(1)}, "
+                             f"graded here as {exercise_id}")
+            break
+    return notebook, notes
+
+
+def _kernel_here(folder: Path) -> str:
+    """A kernelspec in ``folder`` that starts this very Python (the grader's), whatever other
+    ``python3`` kernels ``JUPYTER_PATH`` offers; returns its name."""
+    spec = folder / "jupyter" / "kernels" / "course-grader"
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "course-grade", "language": "python"}))
+    os.environ["JUPYTER_PATH"] = str(folder / "jupyter")
+    return "course-grader"
+
+
+def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
+                hide: list[str] | None = None, report: Any = print) -> dict:
+    """Execute one notebook and return its result as a dict. With ``hide`` (the sandbox), this
+    process is the first of fresh namespaces: it reads the notebook, then shuts itself in
+    (:func:`course_utils.sandbox.enter`) before running any of it."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
+    raw = Path(notebook_path).read_bytes()
+    if hide is not None:
+        from course_utils.sandbox import enter
+
+        os.chdir(enter(hide))
+    folder = Path.cwd()
+    for name, sub in [("HOME", "home"), ("JUPYTER_RUNTIME_DIR", "runtime"),
+                      ("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython")]:
+        (folder / sub).mkdir(exist_ok=True)
+        os.environ[name] = str(folder / sub)
+    os.environ["COURSE_RUNS_DIR"] = str(folder / "runs")  # what a notebook saves stays here
     try:
-        notebook = nbformat.read(notebook_path, as_version=4)
-        nbformat.validate(notebook)
+        notebook, notes = _read_notebook(raw, exercise_id)
     except Exception as error:  # not JSON, not a notebook, empty file...
         return {"status": "not a notebook", "notes": [f"could not read the notebook: "
-                                                     f"{type(error).__name__}: {error}"[:300]]}
-    grading = nbformat.v4.new_code_cell(_grading_cell(exercise_id))
+                                                     f"{error}"[:300]]}
+    (folder / "submission.ipynb").write_bytes(raw)  # the notebook's own folder, as in Jupyter
+    from course_utils.checks import get_exercise
+
+    exercise = get_exercise(exercise_id)
+    grading = {}  # id of each appended cell -> (part, the function it checks)
     notebook.cells = [c for c in notebook.cells if c.cell_type in ("code", "markdown", "raw")]
-    notebook.cells.append(grading)
-    notes: list[str] = []
+    for name, check in exercise.checks.items():
+        cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name))
+        grading[id(cell)] = (name, check.target)
+        notebook.cells.append(cell)
+    parts: list[dict] = []
     status = "graded"
 
     def on_cell_executed(cell, cell_index, execute_reply):
         nonlocal status
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
-        if cell is not grading:
-            cell.outputs = []  # keep memory flat whatever the student prints
+        if id(cell) in grading:
+            part, target = grading[id(cell)]
+            text = "".join(o.get("text", "") for o in cell.get("outputs", [])
+                           if o.get("output_type") == "stream")
+            lines = [line for line in text.splitlines() if line.startswith(MARKER)]
+            if lines:
+                parts.append(json.loads(lines[-1][len(MARKER):]))
+                report(PART + json.dumps(parts[-1]))  # kept even if a later part hangs
+                if "time limit" in parts[-1].get("message", ""):
+                    notes.append(f"part {part!r}: `{target}` ran longer than {cell_seconds:g} s "
+                                 "under its check: this part scores 0, the others were graded")
+            elif errors:
+                notes.append(f"part {part!r}: its check could not run "
+                             f"({errors[0].get('ename', '')}: "
+                             f"{errors[0].get('evalue', '')})"[:300])
+            cell.outputs = []
+            return
+        cell.outputs = []  # keep memory flat whatever the student prints
         first = next((line.strip() for line in cell.source.splitlines() if line.strip()), "")
         where = f"cell {cell_index} (`{first[:50]}`)"
         for error in errors:
@@ -124,7 +227,7 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float) -> di
 
     client = NotebookClient(
         notebook, timeout=cell_seconds, interrupt_on_timeout=True, allow_errors=True,
-        kernel_name="python3", resources={"metadata": {"path": os.getcwd()}},
+        kernel_name=_kernel_here(folder), resources={"metadata": {"path": str(folder)}},
         on_cell_executed=on_cell_executed,
     )
     try:
@@ -133,19 +236,17 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float) -> di
         # a limit that was hit first explains the death; otherwise the kernel crashed
         return {"status": status if status in ("memory", "timeout") else "crashed",
                 "notes": [*notes, "the kernel died (os._exit, a crash, or the memory limit) "
-                          "before grading finished"]}
+                          "before grading finished"], "checks": parts}
     except Exception as error:
-        return {"status": "crashed", "notes": [*notes, f"{type(error).__name__}: {error}"[:300]]}
-    text = "".join(o.get("text", "") for o in grading.outputs if o.get("output_type") == "stream")
-    lines = [line for line in text.splitlines() if line.startswith(MARKER)]
-    if not lines:
+        return {"status": "crashed", "notes": [*notes, f"{type(error).__name__}: {error}"[:300]],
+                "checks": parts}
+    if not parts:
         if status in ("memory", "timeout"):  # the limit that was hit explains the rest
             return {"status": status, "notes": [*notes, f"after that ({status} limit), the "
                                                 "checks could not run in this kernel"]}
         return {"status": "crashed", "notes": [*notes, "the checks could not run in this "
                                                "notebook's kernel"]}
-    checks = json.loads(lines[-1][len(MARKER):])
-    return {"status": status, "notes": notes, "checks": checks}
+    return {"status": status, "notes": notes, "checks": parts}
 
 
 def _limit_memory(memory_mb: int):
@@ -167,65 +268,256 @@ def _limit_memory(memory_mb: int):
 #: The package whose code a grading run executes: the checks, and everything they call.
 PACKAGE_DIR = Path(__file__).resolve().parent
 
+#: Statuses whose results are reused by a later run; a timeout or a crash is always retried.
+REUSED = ("graded", "not a notebook")
 
-def _digest(path: Path, exercise_id: str) -> str:
-    """The key for reusing a grade: changes when the submission changes, or any code of the
-    course package does (the checks call into other modules, such as ``alignment.py``)."""
+
+def _digest(path: Path, exercise_id: str, limits: GradingLimits | None = None,
+            sandbox: str | None = None) -> str:
+    """The key for reusing a grade: changes when the submission changes, any code of the
+    course package does (the checks call into other modules, such as ``alignment.py``), or
+    the limits or the sandbox under which it was graded."""
     digest = hashlib.sha256(path.read_bytes())
     digest.update(exercise_id.encode())
+    digest.update(repr((limits, sandbox)).encode())
     for source in sorted(PACKAGE_DIR.rglob("*.py")):
         digest.update(str(source.relative_to(PACKAGE_DIR)).encode())
         digest.update(source.read_bytes())
     return digest.hexdigest()
 
 
-def grade_one(path: Path, exercise_id: str, limits: GradingLimits) -> GradeResult:
-    """Grade one submission in a fresh kernel, in a private temporary folder."""
+def _key_folder() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "course-grade"
+
+
+def _cache_key() -> bytes:
+    """The secret that signs cache entries, kept outside the output folder (in the grader's
+    own configuration folder, which the sandbox hides), so that a forged entry is regraded."""
+    folder = _key_folder()
+    key_file = folder / "cache-key"
+    if not key_file.exists():
+        folder.mkdir(parents=True, exist_ok=True)
+        with atomic_path(key_file) as tmp:
+            tmp.write_bytes(secrets.token_bytes(32))
+            tmp.chmod(0o600)
+    return key_file.read_bytes()
+
+
+def _signature(key: bytes, digest: str, result: dict) -> str:
+    payload = json.dumps({"digest": digest, "result": result}, sort_keys=True).encode()
+    return hmac.new(key, payload, hashlib.sha256).hexdigest()
+
+
+def _reused(cached: Path, digest: str, key: bytes) -> GradeResult | None:
+    """The cached result, if it is for this digest, signed by us, and worth reusing."""
+    try:
+        data = json.loads(cached.read_text())
+        if data.get("digest") != digest or not hmac.compare_digest(
+                str(data.get("signature", "")), _signature(key, digest, data["result"])):
+            return None
+        result = GradeResult(**data["result"])
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
+    return result if result.status in REUSED else None
+
+
+# ------------------------------------------------------------------------------- intake
+
+
+@dataclass(frozen=True)
+class Intake:
+    """What a submissions folder holds: one notebook per student, and what was left aside."""
+
+    submissions: dict[str, Path]  # student id -> notebook
+    ignored: list[tuple[Path, str]]  # file or folder -> why it is not graded
+
+
+def collect(folder: Path) -> Intake:
+    """Every ``*.ipynb`` in ``folder`` (student id: the file name) or in a per-student
+    subfolder one level down, as course platforms export them (student id: the folder name).
+    Other files are listed as ignored; two notebooks for one student id are an error."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no submissions folder at {folder}")
+    found: dict[str, list[Path]] = {}
+    ignored: list[tuple[Path, str]] = []
+    for entry in sorted(folder.iterdir()):
+        if entry.name.startswith("."):
+            continue
+        if entry.is_dir():
+            notebooks = sorted(p for p in entry.iterdir()
+                               if p.is_file() and p.suffix == ".ipynb"
+                               and not p.name.startswith("."))
+            for other in sorted(entry.iterdir()):
+                if other not in notebooks and not other.name.startswith("."):
+                    ignored.append((other, "not a notebook (*.ipynb)"))
+            if len(notebooks) > 1:
+                ignored.append((entry, f"{len(notebooks)} notebooks in one student's folder "
+                                       f"({', '.join(p.name for p in notebooks)}): keep one"))
+            elif notebooks:
+                found.setdefault(entry.name, []).append(notebooks[0])
+            elif not any(entry.iterdir()):
+                ignored.append((entry, "empty folder"))
+        elif entry.suffix == ".ipynb":
+            found.setdefault(entry.stem, []).append(entry)
+        else:
+            ignored.append((entry, "not a notebook (*.ipynb)"))
+    clashes = {s: paths for s, paths in found.items() if len(paths) > 1}
+    if clashes:
+        listed = "; ".join(f"{s}: {', '.join(str(p.relative_to(folder)) for p in paths)}"
+                           for s, paths in clashes.items())
+        raise ValueError(f"two notebooks give the same student id ({listed}); keep one")
+    if not found:
+        raise ValueError(f"no notebooks (*.ipynb) in {folder}, nor in its subfolders"
+                         + (f" ({len(ignored)} other entries ignored)" if ignored else ""))
+    return Intake({s: paths[0] for s, paths in sorted(found.items())}, ignored)
+
+
+#: Variables a submission's kernel sees: no instructor variables (tokens, keys, paths).
+_PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
+
+_running: set[subprocess.Popen] = set()  # workers now running, for Ctrl-C
+_running_lock = threading.Lock()
+_stopping = threading.Event()
+
+
+def _minimal_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k in _PASSED_ON}
+    env.update(MPLBACKEND="Agg", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
+               # Smoke-test scale: the checks call the student's functions on their own
+               # inputs, so a notebook's training (E10.2 trains two models) need not run at
+               # full size.
+               COURSE_QUICK="1")
+    return env
+
+
+def hidden_folders(submissions: Path, out: Path) -> list[str]:
+    """What the sandbox hides from every submission: the submissions (classmates' work), the
+    output folder (gradebook, cache), the key that signs the cache, and the instructor's home
+    unless Python or the course live inside it (then it stays visible, read-only like
+    everything else)."""
+    hide = [submissions.resolve(), out.resolve(), _key_folder().resolve()]
+    home = Path.home().resolve()
+    needed = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR]
+    if not any(p == home or home in p.parents for p in needed):
+        hide.append(home)
+    return [str(p) for p in hide]
+
+
+def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
+              sandbox: str | None = None, hide: list[str] | None = None) -> GradeResult:
+    """Grade one submission in a fresh kernel, in a private temporary folder; with ``sandbox``
+    (``"unshare"``) inside its own namespaces, with the folders in ``hide`` out of sight."""
     student = path.stem
     start = time.perf_counter()
+    if _stopping.is_set():
+        raise KeyboardInterrupt
     with tempfile.TemporaryDirectory(prefix="course-grade-") as folder:
         copy = Path(folder) / "submission.ipynb"
         shutil.copyfile(path, copy)
         command = [sys.executable, "-m", "course_utils.grading", "--worker", str(copy),
                    exercise_id, str(limits.cell_seconds)]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("COURSE_GRADE")}
-        env["MPLBACKEND"] = "Agg"
-        # Smoke-test scale: the checks call the student's functions on their own inputs, so
-        # the notebook's training (E10.2 trains two models) need not run at full size; and
-        # anything a notebook saves goes to this submission's temporary folder.
-        env["COURSE_QUICK"] = "1"
-        env["COURSE_RUNS_DIR"] = str(Path(folder) / "runs")
-        process = subprocess.Popen(
-            command, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            stdin=subprocess.DEVNULL, env=env, start_new_session=True,
-            preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
-        )
+        if sandbox is not None:
+            from course_utils.sandbox import wrap
+
+            command = wrap([*command, json.dumps(hide or [])])
+        # The worker reports on a pipe of its own, which it keeps from the kernel: the
+        # student's code can write to the worker's stdout (fd 1), not to this channel.
+        read_end, write_end = os.pipe()
         try:
-            out, _ = process.communicate(timeout=limits.total_seconds)
+            process = subprocess.Popen(
+                [*command, str(write_end)], cwd=folder, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=_minimal_env(),
+                start_new_session=True, pass_fds=(write_end,),
+                preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
+            )
+        finally:
+            os.close(write_end)
+        chunks: list[bytes] = []
+        reader = threading.Thread(target=_drain, args=(read_end, chunks), daemon=True)
+        reader.start()
+        with _running_lock:
+            _running.add(process)
+        try:
+            process.wait(timeout=limits.total_seconds)
         except subprocess.TimeoutExpired:
             _kill_group(process)
-            return GradeResult(student, "timeout", notes=[
+            reader.join(timeout=10)
+            out = b"".join(chunks)  # what the worker said before it was stopped
+            result = GradeResult(student, "timeout", notes=[
                 f"the notebook ran longer than {limits.total_seconds:g} s in total and was "
-                "stopped"], seconds=time.perf_counter() - start)
+                "stopped" + (": the parts checked before that keep their points"
+                             if PART.encode() in out else "")],
+                seconds=time.perf_counter() - start)
+            _add_parts(result, exercise_id, out.decode(errors="replace").splitlines())
+            return result
         finally:
             _kill_group(process)  # the kernel too, whatever happened
+            with _running_lock:
+                _running.discard(process)
+        reader.join(timeout=10)
+        out = b"".join(chunks)
+    if _stopping.is_set():
+        raise KeyboardInterrupt
     seconds = time.perf_counter() - start
+    lines = out.decode(errors="replace").strip().splitlines()
     try:
-        report = json.loads(out.decode().strip().splitlines()[-1])
+        report = json.loads(lines[-1])
+        if not isinstance(report, dict):
+            raise ValueError("not a report")
     except (ValueError, IndexError):
         if process.returncode in (-signal.SIGKILL, -signal.SIGSEGV):
-            return GradeResult(student, "memory", notes=[
+            report = {"status": "memory", "notes": [
                 f"the grading process was killed (code {process.returncode}), most likely by "
-                f"the memory limit of {limits.memory_mb} MB"], seconds=seconds)
-        return GradeResult(student, "grader error", notes=[
-            f"the grading process ended with code {process.returncode} and no result"],
-            seconds=seconds)
-    result = GradeResult(student, report["status"], notes=report.get("notes", []),
-                         seconds=seconds)
-    for check in report.get("checks", []):
-        result.points[check["name"]] = check["points"]
-        result.messages[check["name"]] = check["message"]
+                f"the memory limit of {limits.memory_mb} MB"]}
+        else:
+            report = {"status": "grader error", "notes": [
+                f"the grading process ended with code {process.returncode} and no result"]}
+    result = GradeResult(student, str(report.get("status")), seconds=seconds,
+                         notes=[_cut(n) for n in report.get("notes", [])])
+    _add_parts(result, exercise_id, lines)
     return result
+
+
+def _add_parts(result: GradeResult, exercise_id: str, lines: list[str]) -> None:
+    """Each part's points from the worker's streamed lines, taken strictly: a part this exercise
+    does not have is ignored, points are clamped to [0, the part's maximum]."""
+    exercise = get_exercise(exercise_id)
+    for line in lines:
+        if not line.startswith(PART):
+            continue
+        try:
+            part = json.loads(line[len(PART):])
+            name, points = str(part["name"]), float(part["points"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        check = exercise.checks.get(name)
+        if check is None:
+            continue
+        result.points[name] = min(max(points, 0.0), check.points) if math.isfinite(points) \
+            else 0.0
+        result.messages[name] = _cut(part.get("message", ""))
+
+
+def _drain(fd: int, chunks: list[bytes]) -> None:
+    """Read the worker's report pipe until every writer has closed it (the worker is gone)."""
+    with os.fdopen(fd, "rb") as pipe:
+        while chunk := pipe.read1(65536):
+            chunks.append(chunk)
+
+
+def _cut(text: object, limit: int = MESSAGE_CHARS) -> str:
+    text = str(text)
+    return text if len(text) <= limit else text[: limit - 30] + f"... ({len(text):,} characters)"
+
+
+def _stop_all() -> None:
+    """Ctrl-C: start nothing new and kill every running worker with its kernel."""
+    _stopping.set()
+    with _running_lock:
+        running = list(_running)
+    for process in running:
+        _kill_group(process)
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -254,53 +546,66 @@ def grade_folder(
     reuse: bool = True,
     limits: GradingLimits = GradingLimits(),
     progress: bool = True,
+    sandbox: str | None = None,
 ) -> list[GradeResult]:
-    """Grade every file in ``submissions``; write the gradebook, feedback and histogram."""
+    """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
+
+    ``sandbox``: ``"unshare"`` (see :mod:`course_utils.sandbox`) or ``None``. On Ctrl-C the
+    running workers are killed, nothing new starts, and nothing is written: the earlier
+    gradebook stays as it was.
+    """
     exercise = get_exercise(exercise_id)
     submissions, out = Path(submissions), Path(out)
-    if not submissions.is_dir():
-        raise FileNotFoundError(f"no submissions folder at {submissions}")
-    paths = sorted(p for p in submissions.iterdir() if p.is_file() and not p.name.startswith("."))
-    stems = Counter(p.stem for p in paths)
-    clashes = [s for s, n in stems.items() if n > 1]
-    if clashes:
-        raise ValueError(f"two files give the same student id: {clashes}; rename them")
-    unknown = sorted(set(only or []) - set(stems))
+    intake = collect(submissions)
+    unknown = sorted(set(only or []) - set(intake.submissions))
     if unknown:
         raise ValueError(f"--only names students with no submission: {unknown}")
     cache = out / ".cache"
     cache.mkdir(parents=True, exist_ok=True)
+    key = _cache_key()
+    hide = hidden_folders(submissions, out) if sandbox else None
 
     results: dict[str, GradeResult] = {}
-    to_grade: list[tuple[Path, str]] = []
-    for path in paths:
-        digest = _digest(path, exercise_id)
-        cached = cache / f"{path.stem}.json"
-        forced = only is not None and path.stem in only
-        if reuse and not forced and cached.exists():
-            data = json.loads(cached.read_text())
-            if data.get("digest") == digest:
-                results[path.stem] = GradeResult(**data["result"])
-                continue
-        to_grade.append((path, digest))
+    to_grade: list[tuple[str, Path, str]] = []
+    for student, path in intake.submissions.items():
+        digest = _digest(path, exercise_id, limits, sandbox)
+        forced = only is not None and student in only
+        reused = _reused(cache / f"{student}.json", digest, key) if reuse and not forced \
+            else None
+        if reused is not None:
+            results[student] = reused
+        else:
+            to_grade.append((student, path, digest))
 
     from tqdm import tqdm
 
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = {pool.submit(grade_one, path, exercise_id, limits): (path, digest)
-                   for path, digest in to_grade}
+    _stopping.clear()
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    try:
+        futures = {pool.submit(grade_one, path, exercise_id, limits, sandbox, hide):
+                   (student, digest) for student, path, digest in to_grade}
         for future in tqdm(as_completed(futures), total=len(futures), disable=not progress,
                            desc=f"grading {exercise_id}", unit="notebook"):
-            path, digest = futures[future]
+            student, digest = futures[future]
             try:
                 result = future.result()
+            except KeyboardInterrupt:
+                raise
             except Exception as error:  # never lose a row
-                result = GradeResult(path.stem, "grader error", notes=[repr(error)[:300]])
-            results[path.stem] = result
-            write_text_atomically(cache / f"{path.stem}.json",
-                                  json.dumps({"digest": digest, "result": asdict(result)}))
+                result = GradeResult(student, "grader error", notes=[_cut(repr(error))])
+            result.student = student  # the id from the file or its folder
+            results[student] = result
+            record = asdict(result)
+            write_text_atomically(cache / f"{student}.json", json.dumps(
+                {"digest": digest, "result": record,
+                 "signature": _signature(key, digest, record)}))
+    except KeyboardInterrupt:
+        _stop_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
 
-    ordered = [results[p.stem] for p in paths]
+    ordered = [results[s] for s in intake.submissions]
     _write_gradebook(out / "grades.csv", exercise, ordered)
     for result in ordered:
         _write_feedback(out / "feedback", exercise, result)
@@ -318,10 +623,25 @@ def _write_gradebook(path: Path, exercise, results: list[GradeResult]) -> None:
     writer.writerow(["student", *checks, *(f"{m} (manual)" for m in manual), "total",
                      "max", "status", "notes"])
     for r in results:
-        writer.writerow([r.student, *(f"{r.points.get(c, 0):g}" for c in checks),
+        writer.writerow([_cell_text(r.student), *(f"{r.points.get(c, 0):g}" for c in checks),
                          *([""] * len(manual)), f"{r.total():g}", f"{exercise.max_points:g}",
-                         r.status, " | ".join(r.notes)])
+                         r.status, _cell_text(" | ".join(r.notes))])
     write_text_atomically(path, buffer.getvalue())
+
+
+def _cell_text(text: str) -> str:
+    """Text a spreadsheet shows as text: one starting with ``=``, ``+``, ``-``, ``@`` (or a tab
+    or carriage return) would be read as a formula, so it gets a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\<>\[\]|])")
+
+
+def _md(text: str) -> str:
+    """Text that may quote the student (ids, messages, errors) on one Markdown line: no HTML,
+    links, images or table cells can come out of it (code spans and emphasis may)."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
 def _feedback_items(exercise, result: GradeResult) -> list[tuple[str, str, str]]:
@@ -339,13 +659,14 @@ def _feedback_items(exercise, result: GradeResult) -> list[tuple[str, str, str]]
 def _write_feedback(folder: Path, exercise, result: GradeResult) -> None:
     items = _feedback_items(exercise, result)
     auto = exercise.auto_points
-    md = [f"# {exercise.id}: {exercise.title}", "", f"Student: `{result.student}`  ",
+    md = [f"# {exercise.id}: {exercise.title}", "", f"Student: {_md(result.student)}  ",
           f"Status: **{result.status}**  ",
           f"Automatic points: **{result.total():g} / {auto:g}** (written answers are graded "
           "separately)", "", "| part | points | feedback |", "|---|---|---|"]
-    md += [f"| {n} | {p} | {m.replace('|', '/')} |" for n, p, m in items]
+    md += [f"| {n} | {p} | {_md(m)} |" for n, p, m in items]
     if result.notes:
-        md += ["", "## While running your notebook", ""] + [f"- {note}" for note in result.notes]
+        md += ["", "## While running your notebook", ""] + [f"- {_md(note)}"
+                                                             for note in result.notes]
     write_text_atomically(folder / f"{result.student}.md", "\n".join(md) + "\n")
     rows = "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(p)}</td>"
                    f"<td>{html.escape(m)}</td></tr>" for n, p, m in items)
@@ -400,12 +721,23 @@ def summary(exercise_id: str, results: list[GradeResult]) -> str:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["--worker"]:
-        _, notebook, exercise_id, cell_seconds = argv
-        print(json.dumps(_run_worker(notebook, exercise_id, float(cell_seconds))))
+        # --worker NOTEBOOK EXERCISE CELL_SECONDS [HIDE_JSON] REPORT_FD
+        notebook, exercise_id, cell_seconds, *rest = argv[1:]
+        fd = int(rest[-1])
+        hide = json.loads(rest[0]) if len(rest) == 2 else None
+        os.set_inheritable(fd, False)  # the kernel and the student's processes never get it
+        with os.fdopen(fd, "w", buffering=1) as channel:
+            def report(line: str) -> None:
+                channel.write(line + "\n")
+                channel.flush()
+
+            report(json.dumps(_run_worker(notebook, exercise_id, float(cell_seconds), hide,
+                                          report)))
         return 0
     parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.splitlines()[0])
     parser.add_argument("exercise", help="exercise id, e.g. E10.1")
-    parser.add_argument("submissions", type=Path, help="folder with one notebook per student")
+    parser.add_argument("submissions", type=Path,
+                        help="folder with one notebook per student (or one subfolder each)")
     parser.add_argument("--out", type=Path, default=Path("grades"), help="default: grades/")
     parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once")
     parser.add_argument("--only", nargs="+", metavar="STUDENT", help="regrade only these")
@@ -414,18 +746,50 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--total-timeout", type=float, default=300.0,
                         help="seconds per notebook")
     parser.add_argument("--memory-mb", type=int, default=4096, help="memory per notebook")
+    parser.add_argument("--sandbox", choices=("auto", "unshare", "none"), default="auto",
+                        help="isolate each submission (default: the best this machine offers)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
+    from course_utils.sandbox import detect
+
+    available = detect()
+    if args.sandbox == "unshare" and available is None:
+        print("error: --sandbox unshare: this machine does not allow user namespaces "
+              "(or `unshare` is missing); use --sandbox none to grade without one",
+              file=sys.stderr)
+        return 2
+    sandbox = None if args.sandbox == "none" else available
+    if sandbox is None:
+        print("warning: grading WITHOUT a sandbox"
+              + (" (none is available here)" if args.sandbox == "auto" else "")
+              + ": student code runs as you, can read and change your files (other "
+              "submissions, the gradebook, its cache), reach the network, and leave "
+              "processes running", file=sys.stderr)
     try:
+        intake = collect(args.submissions)
         results = grade_folder(
             args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
-            reuse=not args.no_reuse, progress=not args.quiet,
+            reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
             limits=GradingLimits(args.cell_timeout, args.total_timeout, args.memory_mb),
         )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: running notebooks stopped, nothing written; the earlier "
+              f"gradebook in {args.out} is unchanged", file=sys.stderr)
+        return 130
     print(summary(args.exercise, results))
+    if sandbox:
+        hidden = hidden_folders(args.submissions, args.out)
+        home = "home hidden" if str(Path.home().resolve()) in hidden else \
+            "home visible read-only (Python or the course lives there)"
+        print("sandbox: unshare (own PID and network namespaces, every file read-only, a "
+              f"private /tmp; submissions and output folder hidden, {home})")
+    else:
+        print("sandbox: none")
+    for path, why in intake.ignored:
+        print(f"ignored: {path}: {why}")
     print(f"wrote {args.out / 'grades.csv'}, {args.out / 'feedback'}/, "
           f"{args.out / 'histogram.png'}")
     return 0

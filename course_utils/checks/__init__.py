@@ -130,7 +130,10 @@ class Check:
             return 0.0, NOT_IMPLEMENTED
         except CheckFailed as failed:
             return min(failed.points, self.points), failed.message
-        except Exception as error:  # the student's code crashed: report, never raise
+        except KeyboardInterrupt:  # the grader's time limit for this part (or Ctrl-C / Stop)
+            return 0.0, (f"`{self.target}` was interrupted while being checked: under the "
+                         "grader, it ran past this part's time limit")
+        except BaseException as error:  # the student's code crashed or exited: never raise
             return 0.0, f"`{self.target}` raised {type(error).__name__}: {error}"
         return self.points, message or "correct"
 

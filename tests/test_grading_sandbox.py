@@ -1,0 +1,278 @@
+"""course-grade against hostile and odd submissions: the sandbox (where this machine allows
+user namespaces), the intake of real class folders, and a cache that cannot be forged."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import nbformat
+import pytest
+from helpers import ROOT
+from nbformat.v4 import new_code_cell
+
+from course_utils.grading import GradingLimits, collect, grade_folder, main
+from course_utils.sandbox import detect
+
+SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
+LIMITS = GradingLimits(cell_seconds=20, total_seconds=90, memory_mb=3000)
+needs_sandbox = pytest.mark.skipif(detect() is None,
+                                   reason="this machine does not allow user namespaces")
+
+
+def solution_with(source: str) -> nbformat.NotebookNode:
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    notebook.cells.insert(1, new_code_cell(source))
+    return notebook
+
+
+def rows(out):
+    with open(out / "grades.csv", newline="") as handle:
+        return {row["student"]: row for row in csv.DictReader(handle)}
+
+
+@needs_sandbox
+def test_the_sandbox_protects_classmates_the_gradebook_and_the_instructor(tmp_path,
+                                                                          monkeypatch):
+    subs, out = tmp_path / "subs", tmp_path / "grades"
+    subs.mkdir()
+    nbformat.write(nbformat.read(SOLUTION, as_version=4), subs / "victim.ipynb")
+    victim = (subs / "victim.ipynb").read_bytes()
+    out.mkdir()
+    (out / "grades.csv").write_text("old gradebook\n")
+    monkeypatch.setenv("INSTRUCTOR_TOKEN", "s3cret")
+    attack = f"""
+import os, subprocess, pathlib
+done = []
+for target in [{str(subs / 'victim.ipynb')!r}, {str(out / 'grades.csv')!r},
+               {str(out / '.cache' / 'victim.json')!r}, {str(ROOT / 'README.md')!r}]:
+    try:
+        pathlib.Path(target).write_text('overwritten')
+        done.append('wrote ' + target)
+    except OSError as error:
+        pass
+# a detached process that outlives the kernel, unless the PID namespace ends it
+subprocess.Popen(['sleep', '417'], start_new_session=True)
+raise RuntimeError('attack: ' + repr(done) + ' token=' + repr(os.environ.get('INSTRUCTOR_TOKEN'))
+                   + ' listing=' + repr(os.path.exists({str(subs)!r}) and os.listdir({str(subs)!r})))
+"""
+    nbformat.write(solution_with(attack), subs / "mallory.ipynb")
+    results = {r.student: r for r in grade_folder("E10.1", subs, out, limits=LIMITS,
+                                                  progress=False, sandbox="unshare")}
+    note = next(n for n in results["mallory"].notes if "attack" in n)
+    assert "attack: []" in note  # nothing could be written
+    assert "token=None" in note  # no instructor variables
+    # classmates' work is out of sight: hidden (an empty folder), or under the private /tmp
+    assert "listing=[]" in note or "listing=False" in note
+    assert (subs / "victim.ipynb").read_bytes() == victim
+    assert results["victim"].total() == 8 and results["mallory"].total() == 8
+    assert rows(out)["victim"]["total"] == "8"
+    assert "sleep 417" not in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                             text=True).stdout  # nothing left running
+
+
+@needs_sandbox
+def test_a_sandboxed_submission_has_no_network_and_its_own_tmp(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (tmp_path / "marker").write_text("the instructor's /tmp")
+    probe = f"""
+import os, socket
+try:
+    socket.create_connection(('1.1.1.1', 53), timeout=2)
+    net = 'open'
+except OSError as error:
+    net = 'closed'
+raise RuntimeError('probe net=' + net + ' tmp=' + repr(os.path.exists({str(tmp_path / 'marker')!r})))
+"""
+    nbformat.write(solution_with(probe), subs / "probe.ipynb")
+    result = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False,
+                          sandbox="unshare")[0]
+    note = next(n for n in result.notes if "probe" in n)
+    assert "net=closed" in note and "tmp=False" in note
+    assert result.total() == 8
+
+
+def test_intake_takes_notebooks_and_per_student_folders_and_lists_the_rest(tmp_path):
+    subs = tmp_path / "subs"
+    (subs / "bob").mkdir(parents=True)
+    (subs / "carol").mkdir()
+    (subs / "erin").mkdir()
+    for path in [subs / "alice.ipynb", subs / "bob" / "E10.1.ipynb",
+                 subs / "erin" / "a.ipynb", subs / "erin" / "b.ipynb"]:
+        path.write_bytes(SOLUTION.read_bytes())
+    (subs / "README.md").write_text("hand-in instructions")
+    (subs / "alice.pdf").write_text("%PDF")
+    intake = collect(subs)
+    assert intake.submissions == {"alice": subs / "alice.ipynb",
+                                  "bob": subs / "bob" / "E10.1.ipynb"}
+    ignored = {p.name: why for p, why in intake.ignored}
+    assert set(ignored) == {"README.md", "alice.pdf", "carol", "erin"}
+    assert "2 notebooks in one student's folder" in ignored["erin"]
+    (subs / "alice").mkdir()
+    (subs / "alice" / "mine.ipynb").write_bytes(SOLUTION.read_bytes())
+    with pytest.raises(ValueError, match="same student id \\(alice"):
+        collect(subs)
+
+
+def test_an_empty_folder_is_an_error_not_an_empty_gradebook(tmp_path, capsys):
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "notes.txt").write_text("x")
+    assert main(["E10.1", str(tmp_path / "subs"), "--out", str(tmp_path / "o"),
+                 "--sandbox", "none"]) == 2
+    assert "no notebooks (*.ipynb)" in capsys.readouterr().err
+
+
+def test_files_jupyter_opens_are_graded_and_ids_cannot_become_formulas(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "=HYPERLINK(1).ipynb").write_bytes(b"\xef\xbb\xbf" + SOLUTION.read_bytes())
+    data = json.loads(SOLUTION.read_text())
+    for cell in data["cells"]:
+        cell.pop("execution_count", None)
+        cell.pop("outputs", None) if cell["cell_type"] == "code" else None
+        cell.pop("id", None)
+    (subs / "lenient.ipynb").write_text(json.dumps(data))
+    other = json.loads((ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb").read_text())
+    (subs / "wrong_exercise.ipynb").write_text(json.dumps(other))
+    results = {r.student: r for r in grade_folder("E10.1", subs, tmp_path / "out",
+                                                  limits=LIMITS, progress=False)}
+    assert results["=HYPERLINK(1)"].total() == 8 and results["lenient"].total() == 8
+    assert any("does not follow the notebook format" in n for n in results["lenient"].notes)
+    assert any("looks like a submission for E10.2" in n
+               for n in results["wrong_exercise"].notes)
+    text = (tmp_path / "out" / "grades.csv").read_text()
+    assert "\n'=HYPERLINK(1)," in text  # shown as text by a spreadsheet
+
+
+def test_the_cache_keeps_only_honest_grades_under_the_same_limits(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    nbformat.write(nbformat.read(SOLUTION, as_version=4), subs / "good.ipynb")
+    nbformat.write(solution_with("import time\ntime.sleep(30)"), subs / "slow.ipynb")
+    tight = GradingLimits(cell_seconds=3, total_seconds=60, memory_mb=3000)
+    first = {r.student: r for r in grade_folder("E10.1", subs, out, limits=tight,
+                                                progress=False)}
+    assert first["slow"].status == "timeout" and first["good"].total() == 8
+    second = {r.student: r for r in grade_folder("E10.1", subs, out, limits=tight,
+                                                 progress=False)}
+    assert second["good"].seconds == first["good"].seconds  # reused
+    assert second["slow"].seconds != first["slow"].seconds  # a timeout is always retried
+    looser = GradingLimits(cell_seconds=4, total_seconds=60, memory_mb=3000)
+    third = {r.student: r for r in grade_folder("E10.1", subs, out, limits=looser,
+                                                progress=False)}
+    assert third["good"].seconds != second["good"].seconds  # other limits: graded again
+    # a forged cache entry (full marks, unsigned or signed with another key) is not trusted
+    entry = json.loads((out / ".cache" / "slow.json").read_text())
+    entry["result"].update(status="graded", points={"energies": 3, "softmax": 2,
+                                                    "context": 2, "most_attended": 1})
+    (out / ".cache" / "slow.json").write_text(json.dumps(entry))
+    fourth = {r.student: r for r in grade_folder("E10.1", subs, out, limits=looser,
+                                                 progress=False)}
+    assert fourth["slow"].status == "timeout"
+
+
+def test_feedback_escapes_what_the_student_controls_and_cuts_long_messages(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(solution_with("raise RuntimeError('<script>x</script> | **bold** ' + "
+                                 "'y' * 5_000_000)"), subs / "loud.ipynb")
+    result = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)[0]
+    md = (tmp_path / "out" / "feedback" / "loud.md").read_text()
+    assert len(md) < 10_000 and result.total() == 8
+    assert "<script>" not in md and "\\<script\\>" in md  # no HTML from the student
+    assert "x\\</script\\> \\| **bold**" in md  # nor an extra table cell
+
+
+def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for name in ("a", "b", "c", "d"):
+        nbformat.write(solution_with("import time\ntime.sleep(60)"), subs / f"{name}.ipynb")
+    out.mkdir()
+    (out / "grades.csv").write_text("the earlier gradebook\n")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "course_utils.grading", "E10.1", str(subs), "--out", str(out),
+         "--quiet", "--jobs", "1", "--cell-timeout", "120"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(6)  # the first notebook is running
+    start = time.perf_counter()
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert time.perf_counter() - start < 5
+    assert process.returncode == 130 and "interrupted" in err
+    assert (out / "grades.csv").read_text() == "the earlier gradebook\n"
+    leftovers = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert "time.sleep(60)" not in leftovers and "course_utils.grading --worker" not in leftovers
+    assert not os.path.exists(out / "feedback")
+
+
+def test_the_grading_benchmark_runs_and_writes_its_table(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_grading.py"),
+                             "--copies", "2", "--out", str(tmp_path / "b.md")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = (tmp_path / "b.md").read_text()
+    assert "## Grading submissions" in text and "bare kernel" in text
+    if detect():
+        assert "The sandbox adds" in text
+
+
+def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    # the notebook's own cells run fine; the check's fresh inputs make `softmax` loop
+    hang = nbformat.read(SOLUTION, as_version=4)
+    hang.cells.append(new_code_cell("_softmax = softmax\n"
+                                    "def softmax(energies):\n"
+                                    "    import numpy as np\n"
+                                    "    if np.asarray(energies).size > 4:\n"
+                                    "        while True:\n"
+                                    "            pass\n"
+                                    "    return _softmax(energies)\n"))
+    hang.cells.append(new_code_cell("import sys\nsys.exit(0)"))  # SystemExit at the end too
+    nbformat.write(hang, subs / "hangs.ipynb")
+    limits = GradingLimits(cell_seconds=5, total_seconds=120, memory_mb=3000)
+    result = grade_folder("E10.1", subs, tmp_path / "out", limits=limits, progress=False)[0]
+    assert result.points["softmax"] == 0
+    assert result.total() == 8 - 2  # every other part keeps its points
+    assert "time limit" in result.messages["softmax"]
+    assert any("part 'softmax'" in n and "`softmax`" in n for n in result.notes)
+
+
+def test_points_are_clamped_and_unknown_parts_ignored():
+    from course_utils.grading import PART, GradeResult, _add_parts
+
+    result = GradeResult("x", "graded")
+    _add_parts(result, "E10.1", [
+        PART + json.dumps({"name": "energies", "points": 4000, "message": "ok"}),
+        PART + json.dumps({"name": "softmax", "points": -5, "message": "ok"}),
+        PART + json.dumps({"name": "context", "points": float("nan"), "message": "ok"}),
+        PART + json.dumps({"name": "bonus", "points": 99, "message": "forged"}),
+        "@@COURSE-GRADE@@ not a part", PART + "{broken",
+    ])
+    assert result.points == {"energies": 3.0, "softmax": 0.0, "context": 0.0}
+
+
+@pytest.mark.parametrize("sandbox", [None, pytest.param("unshare", marks=needs_sandbox)])
+def test_lines_written_to_the_workers_stdout_are_not_results(tmp_path, sandbox):
+    from course_utils.grading import MARKER, PART
+
+    forged = json.dumps({"name": "energies", "points": 3, "message": "forged"})
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    notebook = nbformat.read(ROOT / "exercises" / "E10.1-attention-by-hand.ipynb",
+                             as_version=4)
+    notebook.cells.append(new_code_cell(
+        "import os, sys, json\n"
+        f"for fd in (1, 2):\n"
+        f"    os.write(fd, ({PART!r} + {forged!r} + '\\n').encode())\n"
+        f"    os.write(fd, ({MARKER!r} + {forged!r} + '\\n').encode())\n"
+        "os.write(1, (json.dumps({'status': 'graded', 'notes': []}) + '\\n').encode())\n"))
+    nbformat.write(notebook, subs / "forger.ipynb")
+    result = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False,
+                          sandbox=sandbox)[0]
+    assert result.total() == 0 and result.points["energies"] == 0
