@@ -7,7 +7,10 @@
 
 Both create a virtual environment in .venv on first use, install the course into it
 (pip install -e .) and register its Jupyter kernel; later runs reinstall only when
-pyproject.toml has changed. Standard library only, so it runs before anything is installed.
+pyproject.toml has changed. On Linux without an NVIDIA GPU, PyTorch comes from its CPU wheel
+index (a few hundred MB instead of several GB of CUDA libraries); where that index cannot be
+reached, from the default index, with a one-line note. Standard library only, so it runs before
+anything is installed.
 Set COURSE_VENV to use another folder; run with --no-venv to use the current Python
 (e.g. the conda environment from environment.yml).
 """
@@ -17,13 +20,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import urllib.request
 import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 STAMP_NAME = ".course-installed"
+KERNEL_NAME = "bahdanau-day10"  # course_utils.kernel.KERNEL_NAME (not importable before setup)
+#: PyTorch's documented index of CPU-only wheels (https://pytorch.org/get-started/locally/).
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
 def venv_python(env: Path) -> Path:
@@ -34,6 +42,50 @@ def venv_python(env: Path) -> Path:
 def run(*cmd: object, **kwargs) -> None:
     print("+", " ".join(str(c) for c in cmd), flush=True)
     subprocess.run([str(c) for c in cmd], check=True, **kwargs)
+
+
+def nvidia_gpu_present() -> bool:
+    """An NVIDIA driver is loaded (or its tool is installed): the default PyTorch build fits."""
+    return Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi") is not None
+
+
+def reachable(url: str, timeout: float = 5.0) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout):
+            return True
+    except (OSError, ValueError):
+        return False
+
+
+def install_torch(python: Path) -> None:
+    """Before the course's own install: PyTorch's CPU build on Linux without an NVIDIA GPU.
+
+    Elsewhere (a GPU, macOS, Windows) or when PyTorch is already there, nothing happens and
+    ``pip install -e .`` brings the default build. ``COURSE_TORCH_INDEX`` names another index.
+    """
+    if not sys.platform.startswith("linux") or nvidia_gpu_present():
+        return
+    if subprocess.run([str(python), "-c", "import torch"], capture_output=True).returncode == 0:
+        return
+    index = os.environ.get("COURSE_TORCH_INDEX", TORCH_CPU_INDEX)
+    if not reachable(index):
+        print(f"note: PyTorch's CPU wheel index ({index}) cannot be reached; installing the "
+              "default PyTorch build instead (a larger download)", flush=True)
+        return
+    try:
+        run(python, "-m", "pip", "install", "torch", "--index-url", index)
+    except subprocess.CalledProcessError:
+        print(f"note: installing PyTorch from {index} failed; installing the default PyTorch "
+              "build instead (a larger download)", flush=True)
+
+
+def trust_notebooks(python: Path) -> None:
+    """Mark the course's own notebooks trusted, so that saved widget views show (a fresh
+    clone's notebooks are untrusted). Best effort: the lab opens whatever happens."""
+    notebooks = sorted(str(p) for folder in ("notebooks", "exercises", "solutions")
+                       for p in (ROOT / folder).glob("*.ipynb"))
+    subprocess.run([str(python), "-m", "jupyter", "trust", *notebooks],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
 def ensure_environment(use_venv: bool) -> Path:
@@ -52,6 +104,7 @@ def ensure_environment(use_venv: bool) -> Path:
     if not stamp.exists() or stamp.read_text().strip() != wanted:
         print("Installing the course and its dependencies (first run takes a few minutes) ...")
         run(python, "-m", "pip", "install", "--upgrade", "pip")
+        install_torch(python)
         run(python, "-m", "pip", "install", "-e", str(ROOT))
         run(python, "-m", "course_utils.kernel")
         stamp.parent.mkdir(parents=True, exist_ok=True)
@@ -76,8 +129,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "lab":
             # Jupyter refuses root unless told; containers and cloud machines often run as root.
             as_root = ["--allow-root"] if getattr(os, "geteuid", lambda: 1)() == 0 else []
+            trust_notebooks(python)
             run(python, "-m", "jupyter", "lab", f"--ServerApp.root_dir={ROOT}",
-                "--LabApp.default_url=/lab/tree/notebooks", *as_root, *args.extra, cwd=ROOT)
+                "--LabApp.default_url=/lab/tree/notebooks",
+                # new notebooks get the course kernel, the only one the launcher offers
+                f"--MappingKernelManager.default_kernel_name={KERNEL_NAME}",
+                f"--KernelSpecManager.allowed_kernelspecs={KERNEL_NAME}",
+                *as_root, *args.extra, cwd=ROOT)
         elif args.command == "test":
             env = dict(os.environ)
             env.setdefault("COURSE_QUICK", "1")  # smoke-test scale unless told otherwise

@@ -54,3 +54,66 @@ def test_test_runs_pytest_at_smoke_scale_unless_told_otherwise(monkeypatch):
 def test_unknown_command_is_refused():
     with pytest.raises(SystemExit):
         course.main(["frobnicate"])
+
+
+def test_lab_offers_the_course_kernel_by_default_and_trusts_the_notebooks():
+    from course_utils.kernel import KERNEL_NAME
+
+    assert course.KERNEL_NAME == KERNEL_NAME
+    with mock.patch.object(course, "trust_notebooks") as trust:
+        _, run = call(["lab"])
+    trust.assert_called_once()
+    assert f"--MappingKernelManager.default_kernel_name={KERNEL_NAME}" in run.args
+    assert f"--KernelSpecManager.allowed_kernelspecs={KERNEL_NAME}" in run.args
+
+
+def test_trusting_signs_every_course_notebook(tmp_path, monkeypatch):
+    with mock.patch.object(course.subprocess, "run") as run:
+        course.trust_notebooks("python")
+    args = run.call_args.args[0]
+    assert args[1:4] == ["-m", "jupyter", "trust"]
+    assert any(a.endswith("05_reading_attention_heatmaps.ipynb") for a in args)
+    assert any(a.endswith("E10.2-vanilla-vs-attention.ipynb") for a in args)
+
+
+def torch_install(monkeypatch, *, platform="linux", gpu=False, has_torch=False,
+                  index_up=True, pip_fails=False):
+    monkeypatch.setattr(course.sys, "platform", platform)
+    monkeypatch.setattr(course, "nvidia_gpu_present", lambda: gpu)
+    monkeypatch.setattr(course, "reachable", lambda url, timeout=5.0: index_up)
+    probe = mock.Mock(returncode=0 if has_torch else 1)
+    calls = []
+
+    def fake_run(*cmd, **kwargs):
+        calls.append(cmd)
+        if pip_fails:
+            raise course.subprocess.CalledProcessError(1, cmd)
+
+    with (mock.patch.object(course.subprocess, "run", return_value=probe),
+          mock.patch.object(course, "run", side_effect=fake_run)):
+        course.install_torch("python")
+    return calls
+
+
+def test_a_linux_machine_without_a_gpu_gets_the_cpu_build(monkeypatch, capsys):
+    calls = torch_install(monkeypatch)
+    assert calls == [("python", "-m", "pip", "install", "torch", "--index-url",
+                      course.TORCH_CPU_INDEX)]
+    for kwargs in [{"gpu": True}, {"platform": "darwin"}, {"has_torch": True}]:
+        assert torch_install(monkeypatch, **kwargs) == []  # the default build, or keep it
+
+
+def test_an_unreachable_cpu_index_falls_back_to_the_default_with_a_note(monkeypatch, capsys):
+    assert torch_install(monkeypatch, index_up=False) == []
+    assert "cannot be reached; installing the default PyTorch build" in capsys.readouterr().out
+    torch_install(monkeypatch, pip_fails=True)
+    assert "failed; installing the default PyTorch build" in capsys.readouterr().out
+
+
+def test_the_reachability_probe_is_quick_and_says_no_for_a_closed_port():
+    import time
+
+    start = time.perf_counter()
+    assert course.reachable("http://127.0.0.1:9/", timeout=3) is False
+    assert course.reachable("not a url") is False
+    assert time.perf_counter() - start < 5
