@@ -2,7 +2,10 @@
 
 Small modules, one idea each:
 
-- :mod:`course_utils.attention`: the NumPy reference and the PyTorch ``BahdanauAttention``
+- :mod:`course_utils.attention`: the NumPy reference, the PyTorch ``BahdanauAttention`` and the
+  ``Attention`` base it shares with the other scores (masking, softmax, context)
+- :mod:`course_utils.scores`: the other score functions (dot, general, scaled dot) behind the
+  interface of ``BahdanauAttention`` (:class:`course_utils.attention.Attention`)
 - :mod:`course_utils.models`: GRU encoder, attention and vanilla decoders, greedy decoding
 - :mod:`course_utils.data`: vocabulary, length-bucketed padded batches
 - :mod:`course_utils.training`: the training loop, history, attention snapshots, run settings
@@ -18,6 +21,7 @@ Small modules, one idea each:
 - :mod:`course_utils.checks`: exercise checks students run and instructors grade with
 - :mod:`course_utils.exercises`: generate ``exercises/`` from ``solutions/``
 - :mod:`course_utils.grading`: ``course-grade``, grading a folder of submissions
+- :mod:`course_utils.sandbox`: the per-submission sandbox (Linux namespaces via ``unshare``)
 - :mod:`course_utils.multi30k`, :mod:`course_utils.text`, :mod:`course_utils.translation`:
   Multi30k data (and its committed sample), tokenization, translating, BLEU
 - :mod:`course_utils.tensors`: tensor to NumPy, and an eval-mode context that restores the mode

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 __all__ = [
+    "Attention",
     "AttentionResult",
     "BahdanauAttention",
     "additive_attention",
@@ -134,43 +135,19 @@ def additive_attention(
 # ------------------------------------------------------------------------- PyTorch
 
 
-class BahdanauAttention(nn.Module):
-    """Additive attention over a batch of padded source sentences (batch-first).
+class Attention(nn.Module):
+    """What every score function shares: checks, masking, softmax and the context.
 
-    ``forward(decoder_state, encoder_outputs)`` returns ``(context, weights)``:
-
-    - ``decoder_state``: ``s_{i-1}``, shape ``(batch, decoder_dim)``
-    - ``encoder_outputs``: ``h``, shape ``(batch, src_len, encoder_dim)``
-    - ``context``: ``c_i``, shape ``(batch, encoder_dim)``
-    - ``weights``: ``alpha_i``, shape ``(batch, src_len)``, each row sums to 1
-
-    The keys ``W_h h`` do not depend on the decoder step. A decoder computes them once
-    per batch with :meth:`project_keys` and passes them to every step as ``keys=``;
-    nothing is cached inside the module.
+    A subclass defines how the source is turned into keys once per batch
+    (:meth:`project_keys`, ``(batch, src_len, key_dim)``) and how a decoder state scores them
+    (:meth:`energies`, ``(batch, src_len)``); everything after the energies is the same for
+    additive (Bahdanau), dot, general and scaled dot-product attention:
+    ``alpha = softmax(e)`` over the real source positions, ``c = sum_j alpha_j h_j``.
     """
 
-    def __init__(self, encoder_dim: int, decoder_dim: int, attention_dim: int) -> None:
-        super().__init__()
-        for name, dim in (
-            ("encoder_dim", encoder_dim),
-            ("decoder_dim", decoder_dim),
-            ("attention_dim", attention_dim),
-        ):
-            if not isinstance(dim, int) or dim < 1:
-                raise ValueError(f"{name} must be a positive int; got {dim!r}")
-        self.encoder_dim = encoder_dim
-        self.decoder_dim = decoder_dim
-        self.attention_dim = attention_dim
-        # No biases, as in the paper's alignment model.
-        self.W_s = nn.Linear(decoder_dim, attention_dim, bias=False)
-        self.W_h = nn.Linear(encoder_dim, attention_dim, bias=False)
-        self.v = nn.Linear(attention_dim, 1, bias=False)
-
-    def extra_repr(self) -> str:
-        return (
-            f"encoder_dim={self.encoder_dim}, decoder_dim={self.decoder_dim}, "
-            f"attention_dim={self.attention_dim}"
-        )
+    encoder_dim: int
+    decoder_dim: int
+    key_dim: int  # the last dimension of the keys
 
     def _check_encoder_outputs(self, encoder_outputs: torch.Tensor) -> None:
         if encoder_outputs.dim() != 3 or encoder_outputs.shape[-1] != self.encoder_dim:
@@ -183,14 +160,12 @@ class BahdanauAttention(nn.Module):
             raise ValueError("encoder_outputs has src_len 0: nothing to attend to")
 
     def project_keys(self, encoder_outputs: torch.Tensor) -> torch.Tensor:
-        """Keys ``W_h h_j`` for every source position: ``(batch, src_len, attention_dim)``."""
-        self._check_encoder_outputs(encoder_outputs)
-        return self.W_h(encoder_outputs)
+        """The keys of every source position, computed once per batch."""
+        raise NotImplementedError
 
     def energies(self, decoder_state: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        """``e = v^T tanh(W_s s + keys)``: ``(batch, src_len)``."""
-        query = self.W_s(decoder_state).unsqueeze(1)  # (batch, 1, attn_dim)
-        return self.v(torch.tanh(query + keys)).squeeze(-1)  # (batch, src_len)
+        """One energy per source position: ``(batch, src_len)``."""
+        raise NotImplementedError
 
     def forward(
         self,
@@ -224,11 +199,11 @@ class BahdanauAttention(nn.Module):
             # padding contributes nothing, even if the encoder left NaN or inf there
             encoder_outputs = self.zero_padding(encoder_outputs, mask)
         if keys is None:
-            keys = self.W_h(encoder_outputs)  # (batch, src_len, attn_dim)
-        elif keys.shape != (batch, src_len, self.attention_dim):
+            keys = self.project_keys(encoder_outputs)  # (batch, src_len, key_dim)
+        elif keys.shape != (batch, src_len, self.key_dim):
             raise _shape_error(
                 "keys",
-                f"(batch, src_len, attention_dim) = {(batch, src_len, self.attention_dim)}",
+                f"(batch, src_len, key_dim) = {(batch, src_len, self.key_dim)}",
                 tuple(keys.shape),
             )
         return self.attend(decoder_state, encoder_outputs, keys, mask)
@@ -274,3 +249,53 @@ class BahdanauAttention(nn.Module):
         weights = torch.softmax(energies, dim=-1)  # (batch, src_len)
         context = torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1)  # (batch, enc_dim)
         return context, weights
+
+
+class BahdanauAttention(Attention):
+    """Additive attention over a batch of padded source sentences (batch-first).
+
+    ``forward(decoder_state, encoder_outputs)`` returns ``(context, weights)``:
+
+    - ``decoder_state``: ``s_{i-1}``, shape ``(batch, decoder_dim)``
+    - ``encoder_outputs``: ``h``, shape ``(batch, src_len, encoder_dim)``
+    - ``context``: ``c_i``, shape ``(batch, encoder_dim)``
+    - ``weights``: ``alpha_i``, shape ``(batch, src_len)``, each row sums to 1
+
+    The keys ``W_h h`` do not depend on the decoder step. A decoder computes them once
+    per batch with :meth:`project_keys` and passes them to every step as ``keys=``;
+    nothing is cached inside the module.
+    """
+
+    def __init__(self, encoder_dim: int, decoder_dim: int, attention_dim: int) -> None:
+        super().__init__()
+        for name, dim in (
+            ("encoder_dim", encoder_dim),
+            ("decoder_dim", decoder_dim),
+            ("attention_dim", attention_dim),
+        ):
+            if not isinstance(dim, int) or dim < 1:
+                raise ValueError(f"{name} must be a positive int; got {dim!r}")
+        self.encoder_dim = encoder_dim
+        self.decoder_dim = decoder_dim
+        self.attention_dim = attention_dim
+        self.key_dim = attention_dim
+        # No biases, as in the paper's alignment model.
+        self.W_s = nn.Linear(decoder_dim, attention_dim, bias=False)
+        self.W_h = nn.Linear(encoder_dim, attention_dim, bias=False)
+        self.v = nn.Linear(attention_dim, 1, bias=False)
+
+    def extra_repr(self) -> str:
+        return (
+            f"encoder_dim={self.encoder_dim}, decoder_dim={self.decoder_dim}, "
+            f"attention_dim={self.attention_dim}"
+        )
+
+    def project_keys(self, encoder_outputs: torch.Tensor) -> torch.Tensor:
+        """Keys ``W_h h_j`` for every source position: ``(batch, src_len, attention_dim)``."""
+        self._check_encoder_outputs(encoder_outputs)
+        return self.W_h(encoder_outputs)
+
+    def energies(self, decoder_state: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """``e = v^T tanh(W_s s + keys)``: ``(batch, src_len)``."""
+        query = self.W_s(decoder_state).unsqueeze(1)  # (batch, 1, attn_dim)
+        return self.v(torch.tanh(query + keys)).squeeze(-1)  # (batch, src_len)
