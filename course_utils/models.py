@@ -27,16 +27,23 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from course_utils.attention import BahdanauAttention
+from course_utils.attention import Attention, BahdanauAttention
 from course_utils.data import Vocab
+from course_utils.scores import SCORES, make_attention
 from course_utils.tensors import eval_mode
 
+#: The two orders of a decoding step: Bahdanau's (attend, then update) and Luong's (update,
+#: then attend, with input feeding).
+ORDERS = ("bahdanau", "luong")
+
 __all__ = [
+    "ORDERS",
     "AttentionDecoder",
     "Decoded",
     "DecoderMemory",
     "DeepOutput",
     "Encoder",
+    "LuongDecoder",
     "ModelConfig",
     "Seq2Seq",
     "VanillaDecoder",
@@ -236,10 +243,11 @@ class AttentionDecoder(_GRUDecoder):
 
     def __init__(
         self, vocab_size: int, embed_dim: int, hidden_dim: int, encoder_dim: int,
-        attention_dim: int, dropout: float = 0.0, maxout_dim: int = 0,
+        attention_dim: int, dropout: float = 0.0, maxout_dim: int = 0, score: str = "additive",
     ):
         super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim, dropout, maxout_dim)
-        self.attention = BahdanauAttention(encoder_dim, hidden_dim, attention_dim)
+        # additive (the paper's) by default; any score of course_utils.scores fits
+        self.attention: Attention = make_attention(score, encoder_dim, hidden_dim, attention_dim)
 
     def prepare(
         self, encoder_outputs: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor
@@ -253,6 +261,60 @@ class AttentionDecoder(_GRUDecoder):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         assert memory.keys is not None, "prepare() computes the keys"
         return self.attention.attend(state, memory.encoder_outputs, memory.keys, memory.mask)
+
+
+class LuongDecoder(_GRUDecoder):
+    """The other order of a decoding step (Luong, Pham & Manning 2015, with input feeding).
+
+    Bahdanau's decoder attends with the *previous* state and feeds the context into the GRU.
+    Luong's updates the state first, then attends with the *new* one and combines the two:
+
+    - ``s_i = GRU(s_{i-1}, [E y_{i-1}; h~_{i-1}])``: input feeding, the previous attentional
+      vector goes in with the previous word;
+    - ``c_i = attention(s_i, h)``, then the attentional vector ``h~_i = tanh(W_c [c_i; s_i])``;
+    - the output layer predicts ``y_i`` from ``h~_i`` alone.
+
+    The recurrent state carried from step to step is ``[s_i; h~_i]`` (``2 * hidden_dim``), so
+    greedy decoding and beam search handle it like any other state.
+    """
+
+    def __init__(
+        self, vocab_size: int, embed_dim: int, hidden_dim: int, encoder_dim: int,
+        attention_dim: int, dropout: float = 0.0, maxout_dim: int = 0, score: str = "general",
+    ):
+        super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim, dropout, maxout_dim)
+        self.hidden_dim = hidden_dim
+        self.cell = nn.GRUCell(embed_dim + hidden_dim, hidden_dim)  # [E y_(i-1); h~_(i-1)]
+        self.combine = nn.Linear(encoder_dim + hidden_dim, hidden_dim, bias=False)  # W_c
+        self.out = DeepOutput(hidden_dim, maxout_dim, vocab_size)  # from h~_i
+        self.attention: Attention = make_attention(score, encoder_dim, hidden_dim, attention_dim)
+
+    def initial_state(self, summary: torch.Tensor) -> torch.Tensor:
+        s0 = torch.tanh(self.bridge(summary))
+        return torch.cat([s0, torch.zeros_like(s0)], dim=-1)  # [s_0; h~_0 = 0]
+
+    def prepare(
+        self, encoder_outputs: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor
+    ) -> DecoderMemory:
+        memory = super().prepare(encoder_outputs, summary, mask)
+        return replace(memory, keys=self.attention.project_keys(memory.encoder_outputs))
+
+    def step(
+        self, embedded: torch.Tensor, state: torch.Tensor, memory: DecoderMemory
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        assert memory.keys is not None, "prepare() computes the keys"
+        previous, attentional = state.split(self.hidden_dim, dim=-1)
+        new = self.cell(torch.cat([embedded, attentional], dim=-1), previous)  # s_i
+        context, weights = self.attention.attend(new, memory.encoder_outputs, memory.keys,
+                                                 memory.mask)  # c_i from s_i
+        attentional = torch.tanh(self.combine(torch.cat([context, new], dim=-1)))  # h~_i
+        return torch.cat([new, attentional], dim=-1), context, weights
+
+    def predict(
+        self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor
+    ) -> torch.Tensor:
+        """Logits from the attentional vector ``h~_i`` (the second half of the state)."""
+        return self.out(self.dropout(states[..., self.hidden_dim:]))
 
 
 class VanillaDecoder(_GRUDecoder):
@@ -276,6 +338,17 @@ class ModelConfig:
     attention: bool = True
     dropout: float = 0.0
     maxout_dim: int = 64  # l of the deep output layer; 0 = logits straight from [s; c; y]
+    score: str = "additive"  # the attention score (course_utils.scores.SCORES)
+    # the decoder's state size; None: hidden_dim. A dot score compares the state with the
+    # bidirectional encoder's outputs (2 * hidden_dim), so it needs decoder_dim = 2 * hidden_dim
+    decoder_dim: int | None = None
+    order: str = "bahdanau"  # "bahdanau": attend with s_(i-1); "luong": with s_i (LuongDecoder)
+
+    def __post_init__(self) -> None:
+        if self.score not in SCORES:
+            raise ValueError(f"score must be one of {list(SCORES)}; got {self.score!r}")
+        if self.order not in ORDERS:
+            raise ValueError(f"order must be one of {list(ORDERS)}; got {self.order!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -303,7 +376,7 @@ class Seq2Seq(nn.Module):
 
     @property
     def uses_attention(self) -> bool:
-        return isinstance(self.decoder, AttentionDecoder)
+        return isinstance(self.decoder, (AttentionDecoder, LuongDecoder))
 
     def encode(
         self, src: torch.Tensor, src_lengths: torch.Tensor
@@ -390,20 +463,24 @@ def build_model(config: ModelConfig, decoder_class: type[_GRUDecoder] | None = N
     ``step`` and keeps the layers, so a library model's weights load into it unchanged.
     Exercise E10.2 trains a model built this way with the student's fixed-context decoder.
     """
-    base = AttentionDecoder if config.attention else VanillaDecoder
+    base: type[_GRUDecoder] = VanillaDecoder
+    if config.attention:
+        base = LuongDecoder if config.order == "luong" else AttentionDecoder
     if decoder_class is None:
         decoder_class = base
     elif not (isinstance(decoder_class, type) and issubclass(decoder_class, base)):
-        kind = "with attention" if config.attention else "without attention (vanilla)"
+        kind = (f"with attention ({config.order} order)" if config.attention
+                else "without attention (vanilla)")
         raise TypeError(f"decoder_class must be a subclass of {base.__name__} for a model "
                         f"{kind}; got {decoder_class!r}")
     encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout)
-    args = (config.tgt_vocab_size, config.embed_dim, config.hidden_dim, encoder.output_dim)
+    args = (config.tgt_vocab_size, config.embed_dim, config.decoder_dim or config.hidden_dim,
+            encoder.output_dim)
     make: Any = decoder_class  # the constructor of the base class it subclasses
     decoder: _GRUDecoder
     if config.attention:
         decoder = make(*args, config.attention_dim, dropout=config.dropout,
-                       maxout_dim=config.maxout_dim)
+                       maxout_dim=config.maxout_dim, score=config.score)
     else:
         decoder = make(*args, dropout=config.dropout, maxout_dim=config.maxout_dim)
     return Seq2Seq(encoder, decoder, config)

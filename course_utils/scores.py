@@ -21,8 +21,9 @@ score           energy ``e_j``                      keys, computed once per sent
 ``scaled_dot`` compare ``s`` with ``h_j`` coordinate by coordinate, so they need
 ``decoder_dim == encoder_dim``. The course's encoder is bidirectional (``h_j`` has ``2h``
 numbers) and its decoder state has ``h``: a model with a dot score must therefore give its
-decoder a state of ``2h`` (:class:`DotAttention` refuses unequal sizes and says so), rather than
-hide a projection inside "dot", which would make it "general".
+decoder a state of ``2h`` (``ModelConfig(decoder_dim=2 * hidden_dim)``; :class:`DotAttention`
+refuses unequal sizes and says so), rather than hide a projection inside "dot", which would make
+it "general".
 """
 
 from __future__ import annotations

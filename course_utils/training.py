@@ -67,8 +67,10 @@ class RunConfig:
     def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab,
                      attention: bool = True) -> ModelConfig:
         """The :class:`ModelConfig` of this run's attention (or vanilla) model."""
-        return ModelConfig(len(src_vocab), len(tgt_vocab), attention=attention,
-                           dropout=self.dropout, **self.model_sizes)
+        return ModelConfig(len(src_vocab), len(tgt_vocab), embed_dim=self.embed_dim,
+                           hidden_dim=self.hidden_dim, attention_dim=self.attention_dim,
+                           maxout_dim=self.maxout_dim, attention=attention,
+                           dropout=self.dropout)
 
     def train_options(self) -> dict[str, Any]:
         """The keyword arguments of :func:`train` that this configuration sets."""
