@@ -715,6 +715,11 @@ def summary(exercise_id: str, results: list[GradeResult]) -> str:
             f"{points:g}: {n}" for points, n in sorted(Counter(totals).items())))
     problems = ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items()) if s != "graded")
     lines.append(f"did not run cleanly: {failed}" + (f" ({problems})" if failed else ""))
+    errors = sum(1 for r in results if r.status == "graded"
+                 and any(" raised " in note for note in r.notes))
+    if errors:
+        lines.append(f"graded, but with cells that raised an error: {errors} (see the notes "
+                     "column and the feedback)")
     return "\n".join(lines)
 
 

@@ -213,6 +213,15 @@ def backward_first(self, state, memory):
      "no attention weights"),
     (lambda self, s, m: right_context(self, s, m)[0], 0, "must return a pair"),
     (lambda self, s, m: VanillaDecoder.context(self, s, m), 0, "calls the library's `context`"),
+    (lambda self, s, m: (right_context(self, s, m)[0].detach(), None), 1,
+     "no gradient flows back from your context"),
+    (lambda self, s, m: (right_context(self, s, m)[0].numpy(), None), 0,
+     "must be a torch tensor"),
+    (lambda self, s, m: (torch.cat([m.encoder_outputs[:, -1, :6], right_context(self, s, m)[0]
+                                    [:, 6:]], -1), None), 0, "forward half comes from column -1"),
+    (lambda self, s, m: (torch.cat([last_real(self, s, m)[0][:, 6:],
+                                    m.encoder_outputs[:, 0, :6]], -1), None), 0,
+     "the halves are swapped"),
     (None, 0, "does not define `context`"),
 ])
 def test_context_mistakes_get_their_named_hints(context, points, expected):
@@ -223,6 +232,17 @@ def test_context_mistakes_get_their_named_hints(context, points, expected):
 def swapped(self, embedded, state, memory):
     context, _ = self.context(state, memory)
     return self.cell(torch.cat([context, embedded], -1), state), context, None
+
+
+def caches_its_context(self, embedded, state, memory):  # right for the first batch only
+    if not hasattr(self, "cached"):
+        self.cached = self.context(state, memory)[0]
+    return self.cell(torch.cat([embedded, self.cached], -1), state), self.cached, None
+
+
+def updates_state_in_place(self, embedded, state, memory):
+    context, _ = self.context(state, memory)
+    return state.copy_(self.cell(torch.cat([embedded, context], -1), state)), context, None
 
 
 def keeps_a_counter(self, embedded, state, memory):  # right once, wrong over a sentence
@@ -238,7 +258,11 @@ def keeps_a_counter(self, embedded, state, memory):  # right once, wrong over a 
     (lambda self, e, s, m: right_step(self, e, s, m)[:2], "must return three values"),
     (lambda self, e, s, m: super(VanillaDecoder, self).step(e, s, m),
      "calls the library's `step`"),
-    (keeps_a_counter, "over a whole sentence"),
+    (keeps_a_counter, "over whole sentences"),
+    (caches_its_context, "keep anything of its own between calls"),
+    (updates_state_in_place, "change `state` (an input) in place"),
+    (lambda self, e, s, m: (self.cell(torch.cat([e, m.summary], -1), s), m.summary, None),
+     "reads `memory.summary`"),
     (None, "does not define `step`"),
 ])
 def test_step_mistakes_get_their_named_hints(step, expected):
@@ -248,7 +272,12 @@ def test_step_mistakes_get_their_named_hints(step, expected):
 
 def test_the_step_is_judged_on_its_own_when_the_context_is_wrong():
     result = checks.check_vanilla_step(decoder(context=last_real))
-    assert result.passed
+    assert result.passed and "judged with a right context standing in for yours" in result.message
+
+
+def test_a_stateful_decoder_fails_every_time_not_by_chance():
+    assert not any(checks.check_vanilla_step(decoder(step=caches_its_context)).passed
+                   for _ in range(10))
 
 
 def test_what_is_not_a_decoder_class_is_named():

@@ -225,3 +225,13 @@ def test_killing_a_worker_works_where_process_groups_cannot_be_signalled(monkeyp
     monkeypatch.delattr(grading.os, "killpg")
     grading._kill_group(process)
     assert process.returncode is not None  # stopped, not silently left running
+
+
+def test_the_summary_counts_notebooks_whose_cells_raised(graded):
+    from course_utils.grading import summary
+
+    _, _, results = graded
+    text = summary("E10.1", list(results.values()))
+    raised = sum(1 for r in results.values()
+                 if r.status == "graded" and any(" raised " in n for n in r.notes))
+    assert raised > 0 and f"cells that raised an error: {raised}" in text

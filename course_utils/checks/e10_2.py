@@ -163,6 +163,13 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
                         "forward GRU's final state sits at each sentence's last real token"),
         (outputs[:, -1], "column -1 is padding (zeros) for every sentence shorter than the "
                          "batch: use `memory.mask` to find each sentence's last real token"),
+        (torch.cat([outputs[:, -1, :half], summary[:, half:]], -1),
+         "the backward half is right, but the forward half comes from column -1, which is "
+         "padding for every sentence shorter than the batch: take it at each sentence's last "
+         "real token (from `memory.mask`)"),
+        (torch.cat([last[:, half:], outputs[:, 0, :half]], -1),
+         "the halves are swapped: take the first half (forward) at the last real token and the "
+         "second half (backward) at position 0"),
         (outputs.sum(1) / lengths[:, None], f"that is the mean of the encoder outputs, not "
                                             f"{final_states}"),
         (outputs.mean(1), f"that is the mean of the encoder outputs (padding included), not "
@@ -192,7 +199,10 @@ def check_vanilla_context(decoder_class: type) -> str:
                           "and this check hides it. Read the final states from "
                           "`memory.encoder_outputs`, with `memory.mask`")
     expected = memory.summary
-    if not isinstance(context, torch.Tensor) or context.shape != expected.shape:
+    if not isinstance(context, torch.Tensor):
+        raise CheckFailed(f"the context must be a torch tensor (it goes on into the GRU cell); "
+                          f"got {type(context).__module__}.{type(context).__name__}")
+    if context.shape != expected.shape:
         shape = tuple(context.shape) if isinstance(context, torch.Tensor) else \
             type(context).__name__
         raise CheckFailed(f"the context should be (batch, 2 * hidden_dim) = "
@@ -210,11 +220,39 @@ def check_vanilla_context(decoder_class: type) -> str:
     if weights is not None:
         raise CheckFailed("right context, but the vanilla decoder has no attention weights: "
                           "return None as the second value", points=1)
+    _check_gradients_reach_the_encoder(model, memory, states[0])
     return "the encoder's final states, read from its outputs"
 
 
+def _check_gradients_reach_the_encoder(model: Seq2Seq, memory: DecoderMemory,
+                                       state: torch.Tensor) -> None:
+    """Training needs the context to pass gradients back to the encoder outputs it was read
+    from: the gradient of ``context.sum()`` is 1 at the read positions, 0 elsewhere."""
+    outputs = memory.encoder_outputs.detach().clone().requires_grad_(True)
+    hidden = replace(memory, encoder_outputs=outputs,
+                     summary=torch.empty(0).as_subclass(_Hidden))
+    with torch.enable_grad(), _library_steps_refused():
+        context, _ = call_student(model.decoder.context, state, hidden, given=_GIVEN)
+        if isinstance(context, torch.Tensor) and context.requires_grad:
+            context.sum().backward()
+    half = outputs.shape[-1] // 2
+    want = torch.zeros_like(outputs)
+    lengths = memory.mask.sum(1)
+    want[torch.arange(len(lengths)), lengths - 1, :half] = 1
+    want[:, 0, half:] = 1
+    if outputs.grad is None or not torch.allclose(outputs.grad, want):
+        raise CheckFailed("right values, but no gradient flows back from your context to the "
+                          "encoder outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
+                          "built from numbers?): training could not teach the encoder anything "
+                          "through it", points=1)
+
+
 def _reference_context(self, state, memory):
-    return memory.summary, None
+    """The right context, read from the outputs (what the student's should do)."""
+    outputs, half = memory.encoder_outputs, memory.encoder_outputs.shape[-1] // 2
+    last = memory.mask.sum(1) - 1
+    rows = torch.arange(outputs.shape[0], device=outputs.device)
+    return torch.cat([outputs[rows, last, :half], outputs[:, 0, half:]], -1), None
 
 
 def _swapped_step(self, embedded, state, memory):
@@ -227,17 +265,21 @@ def check_vanilla_step(decoder_class: type) -> str:
     library, src, lengths, tgt_in = _fresh(secrets.randbits(31))
     model = _student_model(decoder_class, library)
     _defines(decoder_class, "step")
-    if not check_vanilla_context(decoder_class).passed:
-        # judge the step alone: the library's context stands in for the student's
+    own_context = check_vanilla_context(decoder_class).passed
+    if not own_context:  # judge the step alone: a right context stands in for the student's
         decoder_class = type("StepOnly", (decoder_class,), {"context": _reference_context})
         model = _student_model(decoder_class, library)
     memory = _memory(library, src, lengths)
+    hidden = replace(memory, summary=torch.empty(0).as_subclass(_Hidden))
     embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
     state = torch.randn(len(_LENGTHS), _CONFIG.hidden_dim)
     with torch.no_grad():
         want_state, want_context, _ = library.decoder.step(embedded, state, memory)
         want_logits, _ = library(src, lengths, tgt_in)
         want_tokens = library.greedy_decode(src, lengths, max_len=8).tokens
+        few = slice(1, 3)  # the same decoder on a smaller batch, below
+        few_batch = (src[few, :max(_LENGTHS[few])], lengths[few], tgt_in[few])
+        want_few, _ = library(*few_batch)
         mistakes = [
             (_swapped_step(library.decoder, embedded, state, memory)[0],
              "wrong concatenation order: the GRU cell reads [y_(i-1); c], the embedded word "
@@ -247,7 +289,7 @@ def check_vanilla_step(decoder_class: type) -> str:
         ]
     given = f"{_GIVEN} and one step's embedded previous words"
     with torch.no_grad(), _library_steps_refused():
-        result = call_student(model.decoder.step, embedded, state, memory, given=given)
+        result = call_student(model.decoder.step, embedded, state, hidden, given=given)
         if not isinstance(result, tuple) or len(result) != 3:
             raise CheckFailed(f"`step` must return three values (s_i, c_i, None); got "
                               f"{type(result).__name__}"
@@ -268,9 +310,22 @@ def check_vanilla_step(decoder_class: type) -> str:
         logits, _ = call_student(model, src, lengths, tgt_in, given=given)
         tokens = call_student(lambda: model.greedy_decode(src, lengths, max_len=8).tokens,
                               given=f"{_GIVEN}, decoded greedily")
-    if not _close(logits, want_logits) or tokens != want_tokens:
-        raise CheckFailed("one step is right, but over a whole sentence your decoder's outputs "
-                          "differ from the library's: does `step` keep any state of its own?")
+        # the same decoder on a smaller batch: a step that keeps anything of its own between
+        # calls (a cached context, a counter) shows here, whatever the random inputs
+        try:
+            got_few, _ = call_student(model, *few_batch, given="a second batch of 2 sentences")
+        except CheckFailed as failed:
+            raise CheckFailed(f"{failed.message}. The first batch worked, so `step` seems to keep "
+                              "anything of its own between calls (e.g. a context saved on "
+                              "`self`): compute everything from its arguments") from None
+    if not _close(logits, want_logits) or tokens != want_tokens or not _close(got_few, want_few):
+        raise CheckFailed("one step is right, but over whole sentences your decoder's outputs "
+                          "differ from the library's: does `step` keep anything of its own "
+                          "between calls (e.g. a context saved on `self`), or change `state` "
+                          "(an input) in place? Return new tensors")
+    if not own_context:
+        return ("`step` is right (judged with a right context standing in for yours, which "
+                "does not pass its check yet)")
     return "same logits and greedy translations as the library's vanilla decoder"
 
 
@@ -479,6 +534,7 @@ EXERCISE.manual_question(
 EXERCISE.manual_question(
     "why",
     points=2,
-    prompt="Why does the fixed-context model fall behind most on long sentences? Connect your "
-           "answer to the bottleneck of notebook 1 and to the decoder you wrote in Part 1.",
+    prompt="Why would you expect the fixed-context model to fall behind most on long sentences "
+           "(the bottleneck of notebook 1, the decoder you wrote in Part 1)? Do your numbers, "
+           "with their intervals, show it? If not, why not at this budget?",
 )
