@@ -52,20 +52,24 @@ __all__ = [
 
 
 class Encoder(nn.Module):
-    """Bidirectional GRU over a padded batch.
+    """Bidirectional GRU over a padded batch (``bidirectional=False``: forward only).
 
     ``forward(src, src_lengths)`` returns
 
     - ``encoder_outputs``: ``(batch, src_len, 2 * hidden_dim)``, zeros at padded positions;
     - ``summary``: ``(batch, 2 * hidden_dim)``, the final forward and backward states.
+
+    (``hidden_dim`` instead of ``2 * hidden_dim`` for a forward-only encoder.)
     """
 
-    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, dropout: float = 0.0):
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, dropout: float = 0.0,
+                 bidirectional: bool = True):
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=Vocab.pad_id)
         self.dropout = nn.Dropout(dropout)
-        self.rnn = nn.GRU(embed_dim, hidden_dim, batch_first=True, bidirectional=True)
-        self.output_dim = 2 * hidden_dim
+        # bidirectional=False: the ablation that tests why attention reads a two-cell band
+        self.rnn = nn.GRU(embed_dim, hidden_dim, batch_first=True, bidirectional=bidirectional)
+        self.output_dim = (2 if bidirectional else 1) * hidden_dim
 
     def forward(
         self, src: torch.Tensor, src_lengths: torch.Tensor
@@ -84,7 +88,7 @@ class Encoder(nn.Module):
         encoder_outputs, _ = pad_packed_sequence(
             outputs, batch_first=True, total_length=src.shape[1]
         )  # (batch, src_len, 2 * hidden_dim)
-        summary = torch.cat([final[0], final[1]], dim=-1)  # (batch, 2 * hidden_dim)
+        summary = torch.cat(list(final), dim=-1)  # (batch, 2 * hidden_dim): [forward; backward]
         return encoder_outputs, summary
 
 
@@ -342,6 +346,7 @@ class ModelConfig:
     # the decoder's state size; None: hidden_dim. A dot score compares the state with the
     # bidirectional encoder's outputs (2 * hidden_dim), so it needs decoder_dim = 2 * hidden_dim
     decoder_dim: int | None = None
+    bidirectional: bool = True  # False: a forward-only encoder (notebook 6's ablation)
     order: str = "bahdanau"  # "bahdanau": attend with s_(i-1); "luong": with s_i (LuongDecoder)
 
     def __post_init__(self) -> None:
@@ -473,7 +478,8 @@ def build_model(config: ModelConfig, decoder_class: type[_GRUDecoder] | None = N
                 else "without attention (vanilla)")
         raise TypeError(f"decoder_class must be a subclass of {base.__name__} for a model "
                         f"{kind}; got {decoder_class!r}")
-    encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout)
+    encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout,
+                      bidirectional=config.bidirectional)
     args = (config.tgt_vocab_size, config.embed_dim, config.decoder_dim or config.hidden_dim,
             encoder.output_dim)
     make: Any = decoder_class  # the constructor of the base class it subclasses

@@ -98,3 +98,22 @@ def test_bad_orders_and_scores_are_clear_errors():
         model = build_model(ModelConfig(10, 10, hidden_dim=12, decoder_dim=24, score="dot",
                                         order=order))
         assert model.decoder.attention.key_dim == 24
+
+
+def test_a_forward_only_encoder_reads_each_position_up_to_there():
+    # notebook 6's ablation: without the backward direction, h_j has seen only tokens 1..j
+    torch.manual_seed(0)
+    config = ModelConfig(len(VOCAB), len(VOCAB), embed_dim=8, hidden_dim=12, attention_dim=10,
+                         bidirectional=False)
+    model = build_model(config)
+    assert model.encoder.output_dim == 12
+    src = torch.tensor([[5, 6, 7, 8]])
+    changed = src.clone()
+    changed[0, 3] = 9  # a different last token
+    a, summary = model.encoder(src, torch.tensor([4]))
+    b, _ = model.encoder(changed, torch.tensor([4]))
+    assert torch.allclose(a[0, :3], b[0, :3]) and not torch.allclose(a[0, 3], b[0, 3])
+    assert torch.allclose(summary[0], a[0, 3])  # the summary is the last state
+    batch = collate(make_reversal_pairs(3, 2, 5, VOCAB, seed=0))
+    logits, weights = model(batch.src, batch.src_lengths, batch.tgt_in)
+    assert weights is not None and logits.shape[:2] == batch.tgt_in.shape
