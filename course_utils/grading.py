@@ -90,14 +90,17 @@ class GradeResult:
 PART = "@@COURSE-GRADE-PART@@"  # the worker streams each part's result as soon as it has it
 
 
-def _grading_cell(exercise_id: str, check: str) -> str:
-    """The cell that runs one check on the student's function: one cell per part, so that each
-    part has its own time limit and a function that hangs under its check costs that part only."""
+def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str) -> str:
+    """The probe cell for one part: one cell per part, so that each part has its own time limit
+    and a function that hangs under its check costs that part only. It prints the probe's raw
+    data (:meth:`Check.probe`) once, tagged with ``nonce``: both ``seed`` (the fresh inputs)
+    and ``nonce`` reach the kernel only with this cell, after the student's cells ran."""
     return (
         "import builtins as _b, json as _j\n"
         "from course_utils.checks import get_exercise as _g\n"
         f"_c = _g({exercise_id!r}).checks[{check!r}]\n"
-        f"_b.print({MARKER!r} + _j.dumps(_c(globals().get(_c.target)).to_dict()))\n"
+        f"_b.print({MARKER!r} + {nonce!r} + _j.dumps(_c.probe(globals().get(_c.target), "
+        f"{seed!r})))\n"
     )
 
 
@@ -154,7 +157,8 @@ def _kernel_here(folder: Path) -> str:
 
 
 def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
-                hide: list[str] | None = None, report: Any = print) -> dict:
+                hide: list[str] | None = None, report: Any = print,
+                seed: int | None = None) -> dict:
     """Execute one notebook and return its result as a dict. With ``hide`` (the sandbox), this
     process is the first of fresh namespaces: it reads the notebook, then shuts itself in
     (:func:`course_utils.sandbox.enter`) before running any of it."""
@@ -182,11 +186,12 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
     from course_utils.checks import get_exercise
 
     exercise = get_exercise(exercise_id)
-    grading = {}  # id of each appended cell -> (part, the function it checks)
+    grading = {}  # id of each appended cell -> (part, the function it checks, its tag)
     notebook.cells = [c for c in notebook.cells if c.cell_type in ("code", "markdown", "raw")]
     for name, check in exercise.checks.items():
-        cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name))
-        grading[id(cell)] = (name, check.target)
+        nonce = secrets.token_hex(16)  # drawn here, in the worker: the kernel cannot know it
+        cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name, seed or 0, nonce))
+        grading[id(cell)] = (name, check.target, MARKER + nonce)
         notebook.cells.append(cell)
     parts: list[dict] = []
     status = "graded"
@@ -195,16 +200,25 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
         nonlocal status
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if id(cell) in grading:
-            part, target = grading[id(cell)]
+            part, target, tag = grading[id(cell)]
             text = "".join(o.get("text", "") for o in cell.get("outputs", [])
                            if o.get("output_type") == "stream")
-            lines = [line for line in text.splitlines() if line.startswith(MARKER)]
-            if lines:
-                parts.append(json.loads(lines[-1][len(MARKER):]))
+            lines = [line for line in text.splitlines() if line.startswith(tag)]
+            if len(lines) == 1:  # a second line with the tag was printed by the student's code
+                try:
+                    raw = json.loads(lines[0][len(tag):])
+                except ValueError:
+                    raw = None
+                parts.append({"name": part, "probe": raw})
                 report(PART + json.dumps(parts[-1]))  # kept even if a later part hangs
-                if "time limit" in parts[-1].get("message", ""):
+                if "KeyboardInterrupt" in lines[0] or "time limit" in lines[0]:
                     notes.append(f"part {part!r}: `{target}` ran longer than {cell_seconds:g} s "
                                  "under its check: this part scores 0, the others were graded")
+            elif lines:
+                notes.append(f"part {part!r}: more than one result was printed for it (the "
+                             "student's code printed one): it scores 0")
+                parts.append({"name": part, "probe": None})
+                report(PART + json.dumps(parts[-1]))
             elif errors:
                 notes.append(f"part {part!r}: its check could not run "
                              f"({errors[0].get('ename', '')}: "
@@ -427,12 +441,19 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
         try:
             process = subprocess.Popen(
                 [*command, str(write_end)], cwd=folder, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, env=_minimal_env(),
+                stderr=subprocess.DEVNULL, stdin=subprocess.PIPE, env=_minimal_env(),
                 start_new_session=True, pass_fds=(write_end,),
                 preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
             )
         finally:
             os.close(write_end)
+        seed = secrets.randbits(62)  # this run's fresh inputs, told to the worker alone
+        try:
+            assert process.stdin is not None
+            process.stdin.write(f"{seed}\n".encode())
+            process.stdin.close()
+        except OSError:
+            pass  # the worker is already gone: its (missing) report says so
         chunks: list[bytes] = []
         reader = threading.Thread(target=_drain, args=(read_end, chunks), daemon=True)
         reader.start()
@@ -449,7 +470,7 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
                 "stopped" + (": the parts checked before that keep their points"
                              if PART.encode() in out else "")],
                 seconds=time.perf_counter() - start)
-            _add_parts(result, exercise_id, out.decode(errors="replace").splitlines())
+            _add_parts(result, exercise_id, out.decode(errors="replace").splitlines(), seed)
             return result
         finally:
             _kill_group(process)  # the kernel too, whatever happened
@@ -475,28 +496,37 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
                 f"the grading process ended with code {process.returncode} and no result"]}
     result = GradeResult(student, str(report.get("status")), seconds=seconds,
                          notes=[_cut(n) for n in report.get("notes", [])])
-    _add_parts(result, exercise_id, lines)
+    _add_parts(result, exercise_id, lines, seed)
     return result
 
 
-def _add_parts(result: GradeResult, exercise_id: str, lines: list[str]) -> None:
-    """Each part's points from the worker's streamed lines, taken strictly: a part this exercise
-    does not have is ignored, points are clamped to [0, the part's maximum]."""
+def _add_parts(result: GradeResult, exercise_id: str, lines: list[str],
+               seed: int | None = None) -> None:
+    """Each part's points, decided here in the grader from the raw results the kernel
+    reported (:meth:`Check.judge`): the expected answers are computed in this process, on the
+    inputs of ``seed``; a part this exercise does not have is ignored, the first report of a
+    part is the only one read, and points are clamped to [0, the part's maximum]."""
     exercise = get_exercise(exercise_id)
     for line in lines:
         if not line.startswith(PART):
             continue
         try:
             part = json.loads(line[len(PART):])
-            name, points = str(part["name"]), float(part["points"])
+            name = str(part["name"])
         except (ValueError, KeyError, TypeError):
             continue
         check = exercise.checks.get(name)
-        if check is None:
+        if check is None or name in result.points:
             continue
+        try:
+            judged = check.judge(part.get("probe"), seed)
+            points = float(judged.points)
+            message = judged.message
+        except Exception as error:  # a record the judge cannot read: no points
+            points, message = 0.0, f"the kernel's report could not be judged: {error!r}"
         result.points[name] = min(max(points, 0.0), check.points) if math.isfinite(points) \
             else 0.0
-        result.messages[name] = _cut(part.get("message", ""))
+        result.messages[name] = _cut(message)
 
 
 def _drain(fd: int, chunks: list[bytes]) -> None:
@@ -730,6 +760,7 @@ def main(argv: list[str] | None = None) -> int:
         notebook, exercise_id, cell_seconds, *rest = argv[1:]
         fd = int(rest[-1])
         hide = json.loads(rest[0]) if len(rest) == 2 else None
+        seed = int(sys.stdin.readline() or 0)  # this run's inputs: from the grader, unseen
         os.set_inheritable(fd, False)  # the kernel and the student's processes never get it
         with os.fdopen(fd, "w", buffering=1) as channel:
             def report(line: str) -> None:
@@ -737,7 +768,7 @@ def main(argv: list[str] | None = None) -> int:
                 channel.flush()
 
             report(json.dumps(_run_worker(notebook, exercise_id, float(cell_seconds), hide,
-                                          report)))
+                                          report, seed)))
         return 0
     parser = argparse.ArgumentParser(prog="course-grade", description=__doc__.splitlines()[0])
     parser.add_argument("exercise", help="exercise id, e.g. E10.1")

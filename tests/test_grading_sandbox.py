@@ -243,18 +243,114 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
     assert any("part 'softmax'" in n and "`softmax`" in n for n in result.notes)
 
 
-def test_points_are_clamped_and_unknown_parts_ignored():
+def test_points_from_the_kernel_are_never_taken_and_unknown_parts_ignored():
     from course_utils.grading import PART, GradeResult, _add_parts
 
     result = GradeResult("x", "graded")
     _add_parts(result, "E10.1", [
-        PART + json.dumps({"name": "energies", "points": 4000, "message": "ok"}),
-        PART + json.dumps({"name": "softmax", "points": -5, "message": "ok"}),
-        PART + json.dumps({"name": "context", "points": float("nan"), "message": "ok"}),
-        PART + json.dumps({"name": "bonus", "points": 99, "message": "forged"}),
+        PART + json.dumps({"name": "energies", "probe": {"points": 4000, "calls": []}}),
+        PART + json.dumps({"name": "softmax", "probe": {"points": 2, "message": "correct"}}),
+        PART + json.dumps({"name": "context", "points": 2, "message": "ok"}),
+        PART + json.dumps({"name": "bonus", "probe": {"points": 99}}),
         "@@COURSE-GRADE@@ not a part", PART + "{broken",
-    ])
-    assert result.points == {"energies": 3.0, "softmax": 0.0, "context": 0.0}
+    ], seed=1)
+    assert result.points == {"energies": 0.0, "softmax": 0.0, "context": 0.0}
+
+
+def test_a_part_still_judged_in_the_kernel_is_clamped():
+    from course_utils.grading import PART, GradeResult, _add_parts
+
+    result = GradeResult("x", "graded")
+    _add_parts(result, "E10.2", [
+        PART + json.dumps({"name": "vanilla_step", "probe": {"points": 4000}}),
+        PART + json.dumps({"name": "vanilla_step", "probe": {"points": 0}}),  # first one counts
+        PART + json.dumps({"name": "vanilla_context", "probe": {"points": float("nan")}}),
+        PART + json.dumps({"name": "plot_loss_curves", "probe": {"points": -5}}),
+    ], seed=1)
+    assert result.points == {"vanilla_step": 2.0, "vanilla_context": 0.0,
+                             "plot_loss_curves": 0.0}
+
+
+def test_the_grader_judges_raw_results_on_fresh_inputs():
+    import numpy as np
+
+    from course_utils.checks import get_exercise
+
+    def compute_energies(s, H, W_s, W_h, v):
+        return np.tanh(W_s @ s + H @ W_h.T) @ v
+
+    check = get_exercise("E10.1").checks["energies"]
+    raw = json.loads(json.dumps(check.probe(compute_energies, 12345)))
+    assert "points" not in raw  # the kernel sends results, not a verdict
+    assert check.judge(raw, 12345).points == 3
+    assert check.judge(raw, 54321).points == 0  # results for other inputs are worth nothing
+    raw["calls"][1]["result"]["v"][0] += 1  # one forged number on the fresh inputs
+    assert check.judge(raw, 12345).points == 1
+    raw["calls"][0]["result"] = {"t": "array", "kind": "float", "shape": [3], "v": ["1", 2, 3]}
+    assert check.judge(raw, 12345).points == 0
+
+
+#: Cells that forge marks in the kernel, added to the untouched E10.1 exercise: each must end
+#: at the honest score, 0.
+FORGERIES = {
+    "replaces_the_checks": (
+        "import course_utils.checks as c, course_utils.checks.probes as p\n"
+        "c.Check.probe = lambda self, fn, seed: {'points': 4000, 'message': 'ok', 'calls': []}\n"
+        "c.Check.__call__ = lambda self, fn: c.CheckResult(self.exercise, self.name, 4000,\n"
+        "                                                  self.points, 'correct')\n"
+        "c.Check.judge = lambda self, raw, seed: c.CheckResult(self.exercise, self.name, 4000,\n"
+        "                                                      self.points, 'correct')\n"
+        "p.decode = lambda data, depth=0: 'forged'\n"),
+    "patches_numpy": (
+        "import numpy as np\n"
+        "np.allclose = lambda *a, **k: True\n"
+        "np.isclose = lambda a, b, *r, **k: np.ones(np.shape(a), dtype=bool)\n"
+        "np.array_equal = lambda *a, **k: True\n"
+        "def compute_energies(s, H, W_s, W_h, v): return np.zeros(len(H))\n"
+        "def softmax(e): return np.full(len(e), 1 / len(e))\n"
+        "def compute_context(w, H): return H.mean(axis=0)\n"
+        "def most_attended(w): return 1\n"),
+    "reads_the_checks_frames": (
+        "import sys, numpy as np\n"
+        "def _expected(default):\n"
+        "    frame = sys._getframe(1)\n"
+        "    while frame is not None:\n"
+        "        if 'expected' in frame.f_locals:\n"
+        "            return frame.f_locals['expected']\n"
+        "        frame = frame.f_back\n"
+        "    return default\n"
+        "def compute_energies(s, H, W_s, W_h, v): return _expected(np.zeros(len(H)))\n"
+        "def softmax(e): return _expected(np.zeros(len(e)))\n"
+        "def compute_context(w, H): return _expected(np.zeros(H.shape[1]))\n"
+        "def most_attended(w): return _expected(0)\n"),
+    "lying_int": (
+        "class Liar(int):\n"
+        "    def __eq__(self, other): return False\n"
+        "    def __ne__(self, other): return False\n"
+        "    __hash__ = int.__hash__\n"
+        "def most_attended(w): return Liar(0)\n"),
+}
+
+
+def test_forged_marks_end_at_the_honest_score(tmp_path):
+    from course_utils.checks import get_exercise
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    for name, source in FORGERIES.items():
+        notebook = nbformat.read(ROOT / "exercises" / "E10.1-attention-by-hand.ipynb",
+                                 as_version=4)
+        notebook.cells.append(new_code_cell(source))
+        nbformat.write(notebook, subs / f"{name}.ipynb")
+    # in the kernel, the lying int fools the student-facing check...
+    namespace: dict = {}
+    exec(FORGERIES["lying_int"], namespace)
+    assert get_exercise("E10.1").checks["most_attended"](namespace["most_attended"]).passed
+    # ...and none of them fools the grader
+    results = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)
+    for result in results:
+        assert result.status == "graded", (result.student, result.notes)
+        assert result.total() == 0, (result.student, result.points, result.messages)
 
 
 @pytest.mark.parametrize("sandbox", [None, pytest.param("unshare", marks=needs_sandbox)])

@@ -101,11 +101,16 @@ class Check:
     target: str  # the name of the student's function in the notebook
     body: Callable[[Callable], str | None]
     own_work: tuple[str, ...] = ()
+    #: Judged in the student's kernel (points reported from there, clamped by the grader)
+    #: rather than by :meth:`judge` in the grader: parts whose inputs are the student's own
+    #: classes or trained models, which cannot travel as data.
+    in_kernel: bool = False
+
+    def _result(self, points: float, message: str) -> CheckResult:
+        return CheckResult(self.exercise, self.name, points, self.points, message)
 
     def __call__(self, student_fn: object) -> CheckResult:
-        def result(points: float, message: str) -> CheckResult:
-            return CheckResult(self.exercise, self.name, points, self.points, message)
-
+        result = self._result
         if student_fn is None:
             return result(0.0, f"`{self.target}` is not defined: run its cell first")
         if not callable(student_fn):
@@ -122,6 +127,63 @@ class Check:
         if entered:
             return result(0.0, self._not_own_work(f"calls `{entered[0]}`"))
         return result(points, message)
+
+    # ------------------------------------------------ under the grader: probe, then judge
+
+    def probe(self, student_fn: object, seed: int | None) -> dict:
+        """Kernel side: run the body on this run's inputs (from ``seed``) with ``student_fn``
+        recorded, and return only raw data: what was defined, whether the function used the
+        reference, and each call's result. For an ``in_kernel`` part, its points too."""
+        from course_utils.checks.probes import recording, run_seed
+
+        if self.in_kernel:
+            with run_seed(seed):
+                return self(student_fn).to_dict()
+        if student_fn is None:
+            return {"defined": "missing"}
+        if not callable(student_fn):
+            return {"defined": "not callable", "type": type(student_fn).__name__[:80]}
+        if self.own_work:
+            used = references_to(student_fn, self.own_work)
+            if used:
+                return {"own_work": str(used[0])[:300]}
+        calls: list[dict] = []
+        entered: list[str] = []
+        with run_seed(seed):
+            self._run_body(self._watched(recording(student_fn, calls), entered))
+        return {"calls": calls, "own_work": f"calls `{entered[0]}`"[:300] if entered else None}
+
+    def judge(self, raw: object, seed: int | None) -> CheckResult:
+        """Grader side: the points for a probe's raw data, decided here. The body runs again
+        on the same inputs, computing the expected answers with the course's reference code
+        in this process; the student's function is replaced by the kernel's recorded results.
+        Nothing the kernel computed is trusted but those results, decoded strictly."""
+        from course_utils.checks.probes import replaying, run_seed
+
+        if not isinstance(raw, dict):
+            return self._result(0.0, "the kernel reported no result for this part")
+        if self.in_kernel:
+            try:
+                points = float(raw["points"])
+            except (KeyError, TypeError, ValueError):
+                points = 0.0
+            points = min(max(points, 0.0), self.points) if points == points and abs(
+                points) != float("inf") else 0.0
+            return self._result(points, str(raw.get("message", ""))[:400])
+        if raw.get("defined") == "missing":
+            return self(None)
+        if raw.get("defined") == "not callable":
+            return self._result(0.0, f"expected the function `{self.target}`; got a "
+                                     f"{str(raw.get('type', 'value'))[:80]}")
+        if raw.get("own_work"):
+            return self._result(0.0, self._not_own_work(str(raw["own_work"])[:300]))
+        problems: list[str] = []
+        with run_seed(seed):
+            points, message = self._run_body(replaying(raw.get("calls", []), self.target,
+                                                       problems))
+        if problems:
+            return self._result(0.0, problems[0])
+        return self._result(min(max(float(points), 0.0), self.points), message)
 
     def _run_body(self, student_fn: Callable) -> tuple[float, str]:
         try:
@@ -177,13 +239,14 @@ class Exercise:
     checks: dict[str, Check] = field(default_factory=dict)
     manual: dict[str, ManualQuestion] = field(default_factory=dict)
 
-    def check(self, name: str, *, points: float, target: str, own_work: tuple[str, ...] = ()):
+    def check(self, name: str, *, points: float, target: str, own_work: tuple[str, ...] = (),
+              in_kernel: bool = False):
         """Decorator registering a check body under ``name``; returns the runnable Check."""
 
         def register(body: Callable[[Callable], str | None]) -> Check:
             if name in self.checks or name in self.manual:
                 raise ValueError(f"{self.id} already has a part named {name!r}")
-            check = Check(self.id, name, points, target, body, own_work)
+            check = Check(self.id, name, points, target, body, own_work, in_kernel)
             self.checks[name] = check
             return check
 
@@ -238,6 +301,9 @@ _LIBRARY_FOLDERS = tuple(
 
 def student_line(error: BaseException) -> str:
     """`` (in `f`, at `the line`)``: where in the student's code ``error`` was raised."""
+    recorded = getattr(error, "course_student_line", None)  # an error replayed by the grader
+    if isinstance(recorded, str):
+        return recorded
     frames = [f for f in traceback.extract_tb(error.__traceback__)
               if not f.filename.startswith(_LIBRARY_FOLDERS)]
     if not frames or not frames[-1].line:

@@ -27,6 +27,7 @@ import numpy as np
 from course_utils.attention import additive_attention
 from course_utils.attention import softmax as reference_softmax
 from course_utils.checks import CheckFailed, Exercise, student_line, try_run
+from course_utils.checks.probes import fresh_seed
 
 __all__ = ["EXERCISE", "INPUTS", "check_context", "check_energies", "check_most_attended",
            "check_softmax", "try_run"]
@@ -50,7 +51,7 @@ _TOLERANCE = 1e-6
 
 def _random_inputs(seed: int, dec_dim: int, enc_dim: int, attn_dim: int,
                    src_len: int) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(fresh_seed(seed))
     return {
         "decoder_state": rng.normal(size=dec_dim),
         "encoder_states": rng.normal(size=(src_len, enc_dim)),
@@ -228,13 +229,15 @@ def _energies_raised(compute_energies: Callable, inputs: dict[str, np.ndarray],
 @EXERCISE.check("energies", points=3, target="compute_energies", own_work=REFERENCE)
 def check_energies(compute_energies: Callable) -> str:
     """``compute_energies(decoder_state, encoder_states, W_s, W_h, v)`` -> ``(src_len,)``."""
+    # Each expected answer is computed only after the student's function has returned: under
+    # the grader's probe, no answer for the inputs being worked on sits in a frame it could read.
     exercise = INPUTS
-    expected = additive_attention(**_rename(exercise)).energies
     try:
         got = compute_energies(*_args(exercise))
     except ValueError as error:  # NumPy's shape errors; other errors are reported as raised
         raise _energies_raised(compute_energies, exercise, error, "on the E10.1 inputs",
                                points=0) from None
+    expected = additive_attention(**_rename(exercise)).energies
     got = _as_array(got, "compute_energies", expected.shape, "one energy per encoder state")
     if not _close(got, expected):
         hint = _energy_mistake(got, exercise)
@@ -246,13 +249,13 @@ def check_energies(compute_energies: Callable) -> str:
         "right on E10.1, but on inputs where the sizes differ (dec_dim {dec_dim}, enc_dim "
         "{enc_dim}, attn_dim {attn_dim}, src_len {src_len})".format(**_sizes(general))
     )
-    expected = additive_attention(**_rename(general)).energies
     try:
         got = compute_energies(*_args(general))
     except NotImplementedError:
         raise
     except Exception as error:
         raise _energies_raised(compute_energies, general, error, where, points=1) from None
+    expected = additive_attention(**_rename(general)).energies
     try:
         got = _as_array(got, "compute_energies", expected.shape, "one energy per encoder state")
     except CheckFailed as failed:
@@ -312,7 +315,7 @@ def _survives(softmax: Callable, energies: np.ndarray) -> bool:
 @EXERCISE.check("softmax", points=2, target="softmax", own_work=REFERENCE)
 def check_softmax(softmax: Callable) -> str:
     """``softmax(energies)`` -> weights of the same shape that sum to 1."""
-    rng = np.random.default_rng(7)
+    rng = np.random.default_rng(fresh_seed(7))
     cases = [
         additive_attention(**_rename(INPUTS)).energies,
         rng.normal(scale=2.0, size=6),
@@ -352,18 +355,17 @@ def check_softmax(softmax: Callable) -> str:
 @EXERCISE.check("context", points=2, target="compute_context", own_work=REFERENCE)
 def check_context(compute_context: Callable) -> str:
     """``compute_context(weights, encoder_states)`` -> ``(enc_dim,)``."""
-    rng = np.random.default_rng(3)
+    rng = np.random.default_rng(fresh_seed(3))
     exercise_weights = additive_attention(**_rename(INPUTS)).weights
     cases = [
         ("on the E10.1 inputs", exercise_weights, INPUTS["encoder_states"]),
         ("on other inputs", rng.dirichlet(np.ones(6)), rng.normal(size=(6, 5))),
     ]
     for where, weights, H in cases:
-        expected = weights @ H  # (enc_dim,)
-        got = _as_array(
-            compute_context(weights.copy(), H.copy()), "compute_context", expected.shape,
-            "one entry per dimension of h_j: sum over the positions j",
-        )
+        answer = compute_context(weights.copy(), H.copy())
+        expected = weights @ H  # (enc_dim,), computed once the student's answer is in
+        got = _as_array(answer, "compute_context", expected.shape,
+                        "one entry per dimension of h_j: sum over the positions j")
         if _close(got, expected):
             continue
         if _close(got, H.mean(axis=0)):

@@ -37,6 +37,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
 from course_utils.checks import CheckFailed, Exercise, call_student
+from course_utils.checks.probes import fresh_seed
 from course_utils.data import Vocab
 from course_utils.metrics import LENGTH_BUCKETS
 from course_utils.models import DecoderMemory, ModelConfig, Seq2Seq, VanillaDecoder, build_model
@@ -177,7 +178,7 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
     ]
 
 
-@EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder")
+@EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder", in_kernel=True)
 def check_vanilla_context(decoder_class: type) -> str:
     library, src, lengths, _ = _fresh(secrets.randbits(31))
     model = _student_model(decoder_class, library)
@@ -260,7 +261,7 @@ def _swapped_step(self, embedded, state, memory):
     return self.cell(torch.cat([context, embedded], -1), state), context, None
 
 
-@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder")
+@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder", in_kernel=True)
 def check_vanilla_step(decoder_class: type) -> str:
     library, src, lengths, tgt_in = _fresh(secrets.randbits(31))
     model = _student_model(decoder_class, library)
@@ -349,7 +350,7 @@ _WORDS = "a man in a blue shirt is riding a bike down the street while two dogs 
 
 def _sentence(length: int, seed: int, noise: float) -> tuple[str, str]:
     """A reference of ``length`` words and a hypothesis with some words changed."""
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(fresh_seed(seed))
     reference = [_WORDS[(seed + i) % len(_WORDS)] for i in range(length)]
     hypothesis = [w if rng.random() > noise else "xyz" for w in reference]
     return " ".join(hypothesis), " ".join(reference)
@@ -456,7 +457,7 @@ def _figure(result: object, what: str) -> Figure:
     return result
 
 
-@EXERCISE.check("plot_bleu_by_length", points=2, target="plot_bleu_by_length")
+@EXERCISE.check("plot_bleu_by_length", points=2, target="plot_bleu_by_length", in_kernel=True)
 def check_plot_bleu(plot_bleu_by_length: Callable) -> str:
     fig = _figure(plot_bleu_by_length({k: dict(v) for k, v in _SCORES.items()}),
                   "plot_bleu_by_length")
@@ -492,7 +493,7 @@ def _history(offset: float) -> History:
                    seconds=[1, 2, 3])
 
 
-@EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves")
+@EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves", in_kernel=True)
 def check_loss_curves(plot_loss_curves: Callable) -> str:
     histories = {"vanilla": _history(0.5), "attention": _history(0.0)}
     fig = _figure(plot_loss_curves(histories), "plot_loss_curves")

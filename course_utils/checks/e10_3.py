@@ -22,6 +22,7 @@ import numpy as np
 
 from course_utils import alignment
 from course_utils.checks import CheckFailed, Exercise, call_student
+from course_utils.checks.probes import fresh_seed
 
 __all__ = ["EXERCISE", "MATRICES", "check_crossings", "check_hard_alignment",
            "check_many_to_one", "check_monotonicity"]
@@ -53,7 +54,7 @@ MATRICES = {
 
 
 def _random_matrices(seed: int = 7) -> dict[str, np.ndarray]:
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(fresh_seed(seed))
     return {f"random {t}x{s}": rng.dirichlet(np.full(s, 0.4), size=t)
             for t, s in [(5, 7), (8, 6), (9, 9)]}
 

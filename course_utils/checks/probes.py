@@ -1,0 +1,258 @@
+"""The kernel computes, the grader judges: a check split in two.
+
+Under ``course-grade``, the student's kernel runs a *probe*: the check's body with the
+student's function wrapped in :func:`recording`, which keeps, for every call, a digest of the
+inputs and the raw result (numbers, arrays as lists, strings, or the exception raised),
+encoded by :func:`encode` as plain JSON data. Nothing the probe decides is used.
+
+The grader process then runs the same body again (:meth:`Check.judge
+<course_utils.checks.Check.judge>`) with the student's function replaced by :func:`replaying`:
+each call checks that its inputs are the ones the kernel saw and hands back the recorded
+result, decoded strictly by :func:`decode` (``operator.index`` for integers, plain ``float``
+arrays of the shape recorded, nothing else). The expected answers are computed there, by the
+course's reference code in the grader's own process; the points are decided there.
+
+Inputs are fresh each run: the grader draws a seed (:func:`fresh_seed`) that reaches the
+kernel only with the probe cell, after the student's own cells have run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import operator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+__all__ = ["decode", "encode", "fresh_seed", "recording", "replaying", "run_seed"]
+
+_SEED: list[int | None] = [None]  # this run's seed; None: the fixed inputs students see
+
+
+def fresh_seed(base: int) -> int:
+    """``base`` in a notebook; under the grader, a seed mixed from ``base`` and the run's."""
+    run = _SEED[0]
+    if run is None:
+        return base
+    return int(np.random.SeedSequence([run, base]).generate_state(1, dtype=np.uint64)[0]
+               >> 1)
+
+
+@contextmanager
+def run_seed(seed: int | None) -> Iterator[None]:
+    """Draw the checks' random inputs from ``seed`` inside the block."""
+    before, _SEED[0] = _SEED[0], seed
+    try:
+        yield
+    finally:
+        _SEED[0] = before
+
+
+# --------------------------------------------------------------------- raw results as data
+
+_MAX_ITEMS = 100_000  # numbers in one result: more is not an answer to any check
+_TEXT = 300
+
+
+class TooLarge(ValueError):
+    pass
+
+
+def encode(value: object, depth: int = 0) -> dict:
+    """``value`` as plain JSON data, without calling anything it defines beyond NumPy's and
+    PyTorch's own conversions. Used in the kernel: what it yields is only ever *data*."""
+    if depth > 6:
+        return {"t": "other", "name": "deeply nested value"}
+    if value is None:
+        return {"t": "none"}
+    if isinstance(value, (bool, np.bool_)):
+        return {"t": "bool", "v": bool(value)}
+    if isinstance(value, (int, np.integer)):
+        return {"t": "int", "v": int(operator.index(value))}
+    if isinstance(value, (float, np.floating)):
+        return {"t": "float", "v": float(value)}
+    if isinstance(value, str):
+        return {"t": "str", "v": value[:_TEXT]}
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):
+        if value.size > _MAX_ITEMS:
+            raise TooLarge(f"an array of {value.size} numbers")
+        kind = {"b": "bool", "i": "int", "u": "int", "f": "float"}.get(value.dtype.kind)
+        if kind is None:
+            return {"t": "other", "name": f"array of {value.dtype}"}
+        return {"t": "array", "kind": kind, "shape": list(value.shape),
+                "v": np.asarray(value, dtype={"bool": bool, "int": np.int64,
+                                              "float": float}[kind]).tolist()}
+    if isinstance(value, (list, tuple)):
+        if len(value) > _MAX_ITEMS:
+            raise TooLarge(f"a sequence of {len(value)} items")
+        return {"t": "tuple" if isinstance(value, tuple) else "list",
+                "v": [encode(item, depth + 1) for item in value]}
+    if isinstance(value, dict):
+        if len(value) > _MAX_ITEMS:
+            raise TooLarge(f"a dict of {len(value)} items")
+        return {"t": "dict", "v": [[encode(k, depth + 1), encode(v, depth + 1)]
+                                   for k, v in value.items()]}
+    return {"t": "other", "name": type(value).__name__[:80]}
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"not a number: {type(value).__name__}")
+    return float(value)
+
+
+def decode(data: object, depth: int = 0) -> Any:
+    """A raw result back from :func:`encode`'s data, strictly: plain ``int``, ``float``,
+    ``bool``, ``str``, ``None``, lists, tuples, dicts and float/int/bool arrays of the shape
+    recorded; anything else raises ``ValueError``. Used in the grader."""
+    if depth > 7 or not isinstance(data, dict):
+        raise ValueError("not a recorded result")
+    kind, value = data.get("t"), data.get("v")
+    if kind == "none":
+        return None
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ValueError("not a bool")
+        return value
+    if kind == "int":
+        if isinstance(value, bool):
+            raise ValueError("not an int")
+        return int(operator.index(value))  # type: ignore[arg-type]
+    if kind == "float":
+        return _number(value)
+    if kind == "str":
+        if not isinstance(value, str):
+            raise ValueError("not a str")
+        return value[:_TEXT]
+    if kind == "array":
+        dtype = {"bool": bool, "int": np.int64, "float": float}[str(data.get("kind"))]
+        shape = tuple(operator.index(n) for n in data.get("shape", ()))
+        if not isinstance(value, (list, bool, int, float)):
+            raise ValueError("not an array")
+        array = np.asarray(value, dtype=dtype)
+        if array.shape != shape or array.size > _MAX_ITEMS:
+            raise ValueError("an array whose shape does not match its record")
+        return array
+    if kind in ("list", "tuple"):
+        if not isinstance(value, list) or len(value) > _MAX_ITEMS:
+            raise ValueError("not a sequence")
+        items = [decode(item, depth + 1) for item in value]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        if not isinstance(value, list):
+            raise ValueError("not a dict")
+        return {_hashable(decode(k, depth + 1)): decode(v, depth + 1) for k, v in value}
+    if kind == "other":
+        return type(str(data.get("name", "object"))[:80] or "object", (), {})()
+    raise ValueError(f"unknown kind of result {kind!r}")
+
+
+def _hashable(key: object) -> object:
+    if isinstance(key, list):
+        return tuple(_hashable(k) for k in key)
+    if isinstance(key, np.ndarray):
+        raise ValueError("an array as a dict key")
+    return key
+
+
+def digest(args: tuple) -> str:
+    """A fingerprint of a call's inputs, the same in the kernel and in the grader."""
+    h = hashlib.sha256()
+
+    def feed(value: object) -> None:
+        if isinstance(value, np.ndarray):
+            h.update(f"a{value.dtype.str}{value.shape}".encode())
+            h.update(np.ascontiguousarray(value).tobytes())
+        elif isinstance(value, (list, tuple)):
+            h.update(f"s{len(value)}".encode())
+            for item in value:
+                feed(item)
+        elif isinstance(value, (str, int, float, bool)) or value is None:
+            h.update(repr((type(value).__name__, value)).encode())
+        else:
+            h.update(type(value).__name__.encode())
+
+    feed(args)
+    return h.hexdigest()[:32]
+
+
+# ------------------------------------------------------------------------- the two sides
+
+#: Exceptions rebuilt with their own class in the grader, so the check reacts as it did in
+#: the kernel; any other is rebuilt as a plain ``Exception`` subclass of the same name.
+_BUILTIN = {e.__name__: e for e in (
+    ValueError, TypeError, IndexError, KeyError, AttributeError, ZeroDivisionError,
+    OverflowError, FloatingPointError, ArithmeticError, RuntimeError, NameError,
+    AssertionError, NotImplementedError, RecursionError, MemoryError, KeyboardInterrupt,
+    SystemExit, StopIteration, UnboundLocalError, LookupError, Exception)}
+
+
+def recording(function: Callable, calls: list[dict]) -> Callable:
+    """``function``, appending each call's input digest and raw result (or error) to
+    ``calls``. Runs in the kernel."""
+    from course_utils.checks import student_line
+
+    def recorded(*args: object) -> object:
+        entry: dict = {"args": digest(args)}
+        calls.append(entry)
+        try:
+            result = function(*args)
+        except BaseException as error:
+            entry["raised"] = {"name": type(error).__name__[:80],
+                               "message": str(error)[:_TEXT] if not isinstance(
+                                   error, KeyboardInterrupt) else "",
+                               "line": student_line(error)[:_TEXT]}
+            raise
+        try:
+            entry["result"] = encode(result)
+        except TooLarge as error:
+            entry["result"] = {"t": "other", "name": f"too large ({error})"}
+        return result
+
+    recorded.__name__ = getattr(function, "__name__", "function")
+    return recorded
+
+
+class ReplayMismatch(BaseException):
+    """The kernel's record does not belong to this run's inputs (or was tampered with); a
+    ``BaseException``, so that no ``except Exception`` in a check body mistakes it for an error
+    of the student's function."""
+
+
+def replaying(calls: list, name: str, problems: list[str]) -> Callable:
+    """A stand-in for the student's function that answers each call with the kernel's
+    recorded result, once its inputs are the ones the kernel was given. Runs in the grader;
+    a record that does not fit is noted in ``problems`` (the part then scores 0)."""
+    position = [0]
+
+    def mismatch(why: str) -> ReplayMismatch:
+        problems.append(why)
+        return ReplayMismatch(why)
+
+    def replayed(*args: object) -> object:
+        index = position[0]
+        position[0] += 1
+        if not isinstance(calls, list) or index >= len(calls) or not isinstance(
+                calls[index], dict) or calls[index].get("args") != digest(args):
+            raise mismatch(f"the kernel did not report `{name}`'s result for this run's "
+                           "inputs (it stopped, or the record was changed)")
+        entry = calls[index]
+        raised = entry.get("raised")
+        if isinstance(raised, dict):
+            kind = str(raised.get("name", "Exception"))[:80] or "Exception"
+            cls = _BUILTIN.get(kind) or type(kind, (Exception,), {})
+            error = cls(str(raised.get("message", ""))[:_TEXT])
+            error.course_student_line = str(raised.get("line", ""))[:_TEXT]  # type: ignore[attr-defined]
+            raise error
+        try:
+            return decode(entry.get("result"))
+        except (ValueError, TypeError, KeyError, OverflowError) as error:
+            raise mismatch(f"`{name}`'s result could not be read as plain data "
+                           f"({error})") from None
+
+    replayed.__name__ = name
+    return replayed
