@@ -5,8 +5,10 @@
 Each submission runs in a fresh kernel inside its own temporary folder that holds a copy of
 that notebook only, under a per-cell time limit, a total time limit and a memory limit, so one
 submission can neither stall the batch nor touch another submission or the gradebook. After the
-student's cells have run (errors do not stop them), the exercise's checks are called in the
-same kernel, on the functions the student's code defined. Notebooks run at smoke-test scale
+student's cells have run (errors do not stop them), one probe cell per part calls the student's
+functions on inputs drawn for this run and reports only their raw results (see
+:mod:`course_utils.checks.probes`); this process, the grader, then judges them itself
+(:meth:`Check.judge <course_utils.checks.Check.judge>`). Notebooks run at smoke-test scale
 (``COURSE_QUICK=1``, checkpoints in the temporary folder): the checks need the student's
 functions, not a full-size training run.
 
@@ -23,9 +25,17 @@ The limits protect a batch against accidents (endless loops, runaway memory, a d
 On Linux, where user namespaces are allowed, each worker also runs in a sandbox
 (:mod:`course_utils.sandbox`: own PID and network namespaces, read-only files, a private
 ``/tmp``, the submissions, the output folder and the cache key hidden). Kernels see a minimal
-environment (no instructor variables) and start from the grader's own Python. Not yet
-protected: the points are decided inside the student's kernel, so a determined student can
-forge their own marks.
+environment (no instructor variables) and start from the grader's own Python.
+
+The kernel computes; the grader judges. The run's seed reaches the worker on its stdin and the
+kernel only with each probe cell, together with a tag the worker drew for that cell; a part
+whose tag is printed twice scores 0. The worker forwards each probe's raw data on its private
+pipe, which this process reads to the end (until the worker's whole process tree is gone)
+before any part is judged. The judge recomputes every expected answer here, with the course's
+reference code, on the same inputs; decodes results strictly; never takes points from the
+kernel; clamps; ignores unknown parts. Exception: parts marked ``in_kernel`` (E10.2's
+``vanilla_context`` and ``vanilla_step``, whose input is the student's class run as a model)
+are still decided in the kernel and only clamped here.
 """
 
 from __future__ import annotations

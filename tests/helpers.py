@@ -17,3 +17,11 @@ def notebook_functions(path: Path) -> dict:
         if cell.cell_type == "code" and cell.source.lstrip().startswith(("def ", "class ")):
             exec(cell.source, namespace)
     return namespace
+
+
+def judged_by_grader(check, student_fn, seed: int = 2024):
+    """``check``'s verdict as ``course-grade`` reaches it: the probe's raw data through JSON
+    (what leaves the kernel), judged on the grader's side."""
+    import json
+
+    return check.judge(json.loads(json.dumps(check.probe(student_fn, seed))), seed)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sacrebleu
 import torch
-from helpers import ROOT, notebook_functions
+from helpers import ROOT, judged_by_grader, notebook_functions
 
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_2 as checks
@@ -86,6 +86,9 @@ def test_plot_mistakes_are_named(student, expected):
     result = checks.check_plot_bleu(student)
     assert result.points == 0 and expected in result.message
     assert checks.check_plot_bleu(bars()).passed
+    # the grader judges the figure from its description as data, to the same verdict
+    assert judged_by_grader(checks.check_plot_bleu, student).message == result.message
+    assert judged_by_grader(checks.check_plot_bleu, bars()).passed
 
 
 def test_loss_curve_check_wants_both_curves_of_both_models():

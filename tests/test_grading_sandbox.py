@@ -372,3 +372,24 @@ def test_lines_written_to_the_workers_stdout_are_not_results(tmp_path, sandbox):
     result = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False,
                           sandbox=sandbox)[0]
     assert result.total() == 0 and result.points["energies"] == 0
+
+
+@pytest.mark.parametrize("exercise_id, stem", [
+    ("E10.1", "E10.1-attention-by-hand"), ("E10.2", "E10.2-vanilla-vs-attention"),
+    ("E10.3", "E10.3-reading-attention-heatmaps")])
+def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, stem):
+    from helpers import judged_by_grader, notebook_functions
+
+    from course_utils.checks import NOT_IMPLEMENTED, get_exercise
+
+    exercise = get_exercise(exercise_id)
+    solution = notebook_functions(ROOT / "solutions" / f"{stem}.ipynb")
+    untouched = notebook_functions(ROOT / "exercises" / f"{stem}.ipynb")
+    for check in exercise.checks.values():
+        if check.in_kernel:  # trained models and the student's classes: see the README
+            continue
+        assert judged_by_grader(check, solution.get(check.target)).passed, check.name
+        result = judged_by_grader(check, untouched.get(check.target))
+        assert result.points == 0 and result.message == NOT_IMPLEMENTED, check.name
+    assert [c.name for c in exercise.checks.values() if c.in_kernel] == (
+        ["vanilla_context", "vanilla_step"] if exercise_id == "E10.2" else [])

@@ -13,6 +13,14 @@ library modules holding the answer gets 0 points and is told to write it itself 
 function returns on the exercise's inputs without stopping at a part that is not done yet, so
 that Run All reaches every check and the score.
 
+Under ``course-grade`` a check runs in two halves (:mod:`course_utils.checks.probes`):
+:meth:`Check.probe` in the student's kernel records the raw results of the student's function
+on this run's inputs, and :meth:`Check.judge` in the grader's process runs the same body on
+those recorded results, computing the expected answers itself. A check body therefore calls the
+student's function only through the function it is given, draws random inputs with
+:func:`~course_utils.checks.probes.fresh_seed`, and computes an expected answer only after the
+student's function has returned it.
+
 Each exercise is an :class:`Exercise` that registers its checks and its manually graded
 questions; :func:`get_exercise` finds it by id (``"E10.1"``), and
 :meth:`Exercise.grade` runs every check against a notebook's namespace.

@@ -34,10 +34,9 @@ import numpy as np
 import sacrebleu
 import torch
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from course_utils.checks import CheckFailed, Exercise, call_student
-from course_utils.checks.probes import fresh_seed
+from course_utils.checks.probes import AxesData, FigureData, describe_figure, fresh_seed
 from course_utils.data import Vocab
 from course_utils.metrics import LENGTH_BUCKETS
 from course_utils.models import DecoderMemory, ModelConfig, Seq2Seq, VanillaDecoder, build_model
@@ -439,50 +438,49 @@ _SCORES = {"vanilla": {"< 10": 30.5, "10-20": 22.0, "> 20": 12.5},
            "attention": {"< 10": 36.0, "10-20": 31.5, "> 20": 25.0}}
 
 
-def _figure(result: object, what: str) -> Figure:
-    if not isinstance(result, Figure):
+def _figure(result: object, what: str) -> AxesData:
+    """The one chart of the student's figure, described as data (:class:`FigureData`, which
+    is also what the grader receives from the kernel); the figure itself is closed."""
+    if isinstance(result, Figure):
+        data = describe_figure(result)
+        plt.close(result)
+        result = data
+    if not isinstance(result, FigureData):
         raise CheckFailed(f"{what} must return the matplotlib Figure (e.g. `return fig`); "
                           f"got {type(result).__name__}")
-    axes = [ax for ax in result.axes if ax.get_label() != "<colorbar>"]
-    if len(axes) != 1:
-        raise CheckFailed(f"{what} should draw one chart (one Axes); got {len(axes)}")
-    ax = axes[0]
-    missing = [name for name, text in [("a title", ax.get_title()),
-                                       ("a y-axis label", ax.get_ylabel())] if not text]
+    if len(result.axes) != 1:
+        raise CheckFailed(f"{what} should draw one chart (one Axes); got {len(result.axes)}")
+    ax = result.axes[0]
+    missing = [name for name, text in [("a title", ax.title),
+                                       ("a y-axis label", ax.ylabel)] if not text]
     if missing:
         raise CheckFailed(f"the chart needs {' and '.join(missing)}")
-    legend = ax.get_legend()
-    if legend is None:
+    if ax.legend is None:
         raise CheckFailed("the chart needs a legend naming the models")
-    return result
+    return ax
 
 
-@EXERCISE.check("plot_bleu_by_length", points=2, target="plot_bleu_by_length", in_kernel=True)
+@EXERCISE.check("plot_bleu_by_length", points=2, target="plot_bleu_by_length")
 def check_plot_bleu(plot_bleu_by_length: Callable) -> str:
-    fig = _figure(plot_bleu_by_length({k: dict(v) for k, v in _SCORES.items()}),
-                  "plot_bleu_by_length")
-    try:
-        ax = fig.axes[0]
-        bars = [p for p in ax.patches if isinstance(p, Rectangle)]
-        heights = sorted(round(p.get_height(), 6) for p in bars if p.get_height() > 0)
-        expected = sorted(v for scores in _SCORES.values() for v in scores.values())
-        if heights != expected:
-            raise CheckFailed(f"expected one bar per model and bucket ({len(expected)} bars "
-                              f"with the given scores); found {len(heights)} bars"
-                              + ("" if len(heights) != len(expected) else " with other heights"))
-        box = ax.get_legend()
-        legend = [t.get_text() for t in box.get_texts()] if box is not None else []
-        if sorted(legend) != sorted(_SCORES):
-            raise CheckFailed(f"the legend should name the models {sorted(_SCORES)}; got {legend}")
-        centres = {round(p.get_x() + p.get_width() / 2, 6) for p in bars if p.get_height() > 0}
-        if len(centres) < len(expected):
-            raise CheckFailed("some bars are drawn on top of each other: in each group, shift "
-                              "each model's bars sideways (x + offset, width / number of models)")
-        ticks = " ".join(t.get_text() for t in ax.get_xticklabels())
-        if not all(bucket in ticks for bucket in BUCKETS):
-            raise CheckFailed("label each group of bars with its bucket ('< 10', '10-20', '> 20')")
-    finally:
-        plt.close(fig)
+    ax = _figure(plot_bleu_by_length({k: dict(v) for k, v in _SCORES.items()}),
+                 "plot_bleu_by_length")
+    bars = [(x, width, height) for x, width, height in ax.bars if height > 0]
+    heights = sorted(round(height, 6) for _, _, height in bars)
+    expected = sorted(v for scores in _SCORES.values() for v in scores.values())
+    if heights != expected:
+        raise CheckFailed(f"expected one bar per model and bucket ({len(expected)} bars "
+                          f"with the given scores); found {len(heights)} bars"
+                          + ("" if len(heights) != len(expected) else " with other heights"))
+    legend = list(ax.legend or ())
+    if sorted(legend) != sorted(_SCORES):
+        raise CheckFailed(f"the legend should name the models {sorted(_SCORES)}; got {legend}")
+    centres = {round(x + width / 2, 6) for x, width, _ in bars}
+    if len(centres) < len(expected):
+        raise CheckFailed("some bars are drawn on top of each other: in each group, shift "
+                          "each model's bars sideways (x + offset, width / number of models)")
+    ticks = " ".join(ax.xticklabels)
+    if not all(bucket in ticks for bucket in BUCKETS):
+        raise CheckFailed("label each group of bars with its bucket ('< 10', '10-20', '> 20')")
     return "one group per bucket, one bar per model, labelled"
 
 
@@ -493,35 +491,30 @@ def _history(offset: float) -> History:
                    seconds=[1, 2, 3])
 
 
-@EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves", in_kernel=True)
+@EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves")
 def check_loss_curves(plot_loss_curves: Callable) -> str:
     histories = {"vanilla": _history(0.5), "attention": _history(0.0)}
-    fig = _figure(plot_loss_curves(histories), "plot_loss_curves")
-    try:
-        ax = fig.axes[0]
-        lines = [line for line in ax.get_lines() if not str(line.get_label()).startswith("_")]
-        if len(lines) != 4:
-            raise CheckFailed(f"expected 4 labelled lines (training and validation loss of each "
-                              f"model); found {len(lines)}")
-        wanted = [list(h.train_loss) for h in histories.values()] + [
-            list(h.val_loss) for h in histories.values()]
-        drawn = [list(np.round(np.asarray(line.get_ydata(), dtype=float), 6)) for line in lines]
-        if sorted(drawn) != sorted(wanted):
-            raise CheckFailed("the lines should be each model's train_loss and val_loss per epoch")
-        for line, ydata in zip(lines, drawn):  # each label must say what its line shows
-            label = str(line.get_label()).lower()
-            for model, history in histories.items():
-                for kind, values, words in [("training", history.train_loss, ("train",)),
-                                            ("validation", history.val_loss, ("val", "held"))]:
-                    if ydata == list(values) and (model not in label
-                                                  or not any(w in label for w in words)):
-                        raise CheckFailed(f"the line labelled {line.get_label()!r} shows the "
-                                          f"{kind} loss of the {model} model: its label should "
-                                          f"name both")
-        if not ax.get_xlabel():
-            raise CheckFailed("label the x axis (epoch)")
-    finally:
-        plt.close(fig)
+    ax = _figure(plot_loss_curves(histories), "plot_loss_curves")
+    lines = [(label, ys) for label, ys in ax.lines if not label.startswith("_")]
+    if len(lines) != 4:
+        raise CheckFailed(f"expected 4 labelled lines (training and validation loss of each "
+                          f"model); found {len(lines)}")
+    wanted = [list(h.train_loss) for h in histories.values()] + [
+        list(h.val_loss) for h in histories.values()]
+    drawn = [list(np.round(np.asarray(ys, dtype=float), 6)) for _, ys in lines]
+    if sorted(drawn) != sorted(wanted):
+        raise CheckFailed("the lines should be each model's train_loss and val_loss per epoch")
+    for (name, _), ydata in zip(lines, drawn):  # each label must say what its line shows
+        label = name.lower()
+        for model, history in histories.items():
+            for kind, values, words in [("training", history.train_loss, ("train",)),
+                                        ("validation", history.val_loss, ("val", "held"))]:
+                if ydata == list(values) and (model not in label
+                                              or not any(w in label for w in words)):
+                    raise CheckFailed(f"the line labelled {name!r} shows the {kind} loss of "
+                                      f"the {model} model: its label should name both")
+    if not ax.xlabel:
+        raise CheckFailed("label the x axis (epoch)")
     return "training and validation loss of both models, labelled"
 
 

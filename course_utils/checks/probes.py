@@ -22,11 +22,13 @@ import hashlib
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["decode", "encode", "fresh_seed", "recording", "replaying", "run_seed"]
+__all__ = ["AxesData", "FigureData", "decode", "describe_figure", "encode", "fresh_seed",
+           "recording", "replaying", "run_seed"]
 
 _SEED: list[int | None] = [None]  # this run's seed; None: the fixed inputs students see
 
@@ -48,6 +50,86 @@ def run_seed(seed: int | None) -> Iterator[None]:
         yield
     finally:
         _SEED[0] = before
+
+
+# ------------------------------------------------------------------------ figures as data
+
+
+@dataclass(frozen=True)
+class AxesData:
+    """What a check reads from one chart: texts, bars ``(x, width, height)``, labelled lines
+    ``(label, y values)``, tick labels."""
+
+    title: str = ""
+    xlabel: str = ""
+    ylabel: str = ""
+    legend: tuple[str, ...] | None = None  # None: no legend
+    bars: tuple[tuple[float, float, float], ...] = ()
+    lines: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    xticklabels: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class FigureData:
+    """A matplotlib figure described as plain data: its charts, colour bars left out."""
+
+    axes: tuple[AxesData, ...] = ()
+
+
+def describe_figure(figure: object) -> object:
+    """A matplotlib ``Figure`` as :class:`FigureData` (anything else unchanged)."""
+    from matplotlib.figure import Figure
+    from matplotlib.patches import Rectangle
+
+    if not isinstance(figure, Figure):
+        return figure
+    charts = []
+    for ax in figure.axes:
+        if ax.get_label() == "<colorbar>":
+            continue
+        box = ax.get_legend()
+        charts.append(AxesData(
+            title=str(ax.get_title())[:_TEXT], xlabel=str(ax.get_xlabel())[:_TEXT],
+            ylabel=str(ax.get_ylabel())[:_TEXT],
+            legend=None if box is None else tuple(str(t.get_text())[:_TEXT]
+                                                  for t in box.get_texts()),
+            bars=tuple((float(p.get_x()), float(p.get_width()), float(p.get_height()))
+                       for p in ax.patches if isinstance(p, Rectangle))[:1000],
+            lines=tuple((str(line.get_label())[:_TEXT],
+                         tuple(float(y) for y in np.asarray(line.get_ydata(), dtype=float)
+                               .ravel()[:1000]))
+                        for line in ax.get_lines())[:100],
+            xticklabels=tuple(str(t.get_text())[:_TEXT] for t in ax.get_xticklabels())[:100],
+        ))
+    return FigureData(tuple(charts))
+
+
+def _figure_data(value: object) -> FigureData:
+    """:class:`FigureData` back from the plain data :func:`encode` made of it, strictly."""
+    def texts(items: object) -> tuple[str, ...]:
+        if not isinstance(items, list) or not all(isinstance(t, str) for t in items):
+            raise ValueError("texts expected")
+        return tuple(t[:_TEXT] for t in items)
+
+    if not isinstance(value, list) or len(value) > 100:
+        raise ValueError("a list of charts expected")
+    charts = []
+    for ax in value:
+        if not isinstance(ax, dict):
+            raise ValueError("a chart expected")
+        legend = ax.get("legend")
+        bars = tuple(tuple(_number(n) for n in bar) for bar in ax.get("bars", []))
+        if any(len(bar) != 3 for bar in bars):
+            raise ValueError("bars are (x, width, height)")
+        lines = tuple((texts([label])[0], tuple(_number(y) for y in ys))
+                      for label, ys in ax.get("lines", []))
+        charts.append(AxesData(
+            title=texts([ax.get("title", "")])[0], xlabel=texts([ax.get("xlabel", "")])[0],
+            ylabel=texts([ax.get("ylabel", "")])[0],
+            legend=None if legend is None else texts(legend),
+            bars=bars, lines=lines,  # type: ignore[arg-type]
+            xticklabels=texts(ax.get("xticklabels", []))))
+    return FigureData(tuple(charts))
 
 
 # --------------------------------------------------------------------- raw results as data
@@ -75,6 +157,10 @@ def encode(value: object, depth: int = 0) -> dict:
         return {"t": "float", "v": float(value)}
     if isinstance(value, str):
         return {"t": "str", "v": value[:_TEXT]}
+    if isinstance(value, FigureData):
+        return {"t": "figure", "v": [asdict(ax) for ax in value.axes]}
+    if type(value).__name__ == "Figure" and type(value).__module__.startswith("matplotlib"):
+        return encode(describe_figure(value), depth)
     if hasattr(value, "detach") and hasattr(value, "cpu"):
         value = value.detach().cpu().numpy()
     if isinstance(value, np.ndarray):
@@ -146,6 +232,8 @@ def decode(data: object, depth: int = 0) -> Any:
         if not isinstance(value, list):
             raise ValueError("not a dict")
         return {_hashable(decode(k, depth + 1)): decode(v, depth + 1) for k, v in value}
+    if kind == "figure":
+        return _figure_data(value)
     if kind == "other":
         return type(str(data.get("name", "object"))[:80] or "object", (), {})()
     raise ValueError(f"unknown kind of result {kind!r}")
@@ -246,7 +334,7 @@ def replaying(calls: list, name: str, problems: list[str]) -> Callable:
             kind = str(raised.get("name", "Exception"))[:80] or "Exception"
             cls = _BUILTIN.get(kind) or type(kind, (Exception,), {})
             error = cls(str(raised.get("message", ""))[:_TEXT])
-            error.course_student_line = str(raised.get("line", ""))[:_TEXT]  # type: ignore[attr-defined]
+            error.course_student_line = str(raised.get("line", ""))[:_TEXT]
             raise error
         try:
             return decode(entry.get("result"))
