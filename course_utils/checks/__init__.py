@@ -214,6 +214,7 @@ _MODULES = {
     "E10.1": "course_utils.checks.e10_1",
     "E10.2": "course_utils.checks.e10_2",
     "E10.3": "course_utils.checks.e10_3",
+    "E10.4": "course_utils.checks.e10_4",
 }
 
 
@@ -270,7 +271,7 @@ def try_run(function: object, *args: object) -> Any:
     earlier part is not done, or a crash, prints why and lets the next cells run, so Run All
     still reaches every check and the score.
     """
-    name = getattr(function, "__name__", "this function")
+    name = getattr(function, "__name__", None) or type(function).__name__  # a module: its class
     if not callable(function):
         print(f"`{name}` is not a function (got a {type(function).__name__}): "
               "run the cell that defines it")
