@@ -5,7 +5,8 @@ from the committed notebooks, whose saved outputs are shown as they are: nothing
 re-executed, so the site takes seconds and shows the figures of the real runs. The landing
 page is generated from ``README.md`` on every build (its links to notebooks become links to
 their pages), followed by the lecture notebooks, the exercises (student versions), the worked
-solutions (a section an instructor can leave out) and the measurements in ``docs/``.
+solutions (a section an instructor can leave out; their written answers in boxes rather than
+between marker lines) and the measurements in ``docs/``.
 
 Command line (what ``python3 course.py book`` runs, once the ``book`` extra is installed)::
 
@@ -31,11 +32,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import nbformat
+
+from course_utils.exercises import BEGIN, END
+
 __all__ = [
     "BOOK_PACKAGES",
     "SECTIONS",
     "BookError",
     "Section",
+    "answers_as_boxes",
     "build_book",
     "landing_page",
     "missing_packages",
@@ -145,7 +151,10 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
             continue
         (src / section.folder).mkdir(parents=True)
         for path in files:
-            shutil.copy2(path, src / section.folder / path.name)
+            if section.for_instructors:
+                _copy_solution(path, src / section.folder / path.name)
+            else:
+                shutil.copy2(path, src / section.folder / path.name)
             pages.append(f"{section.folder}/{path.name}")
         toctrees += _toctree(section.caption, [f"{section.folder}/{p.stem}" for p in files])
     if not any(p.endswith(".ipynb") for p in pages):
@@ -153,6 +162,31 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
     (src / "index.md").write_text(landing_page(readme, set(pages), toctrees), encoding="utf-8")
     (src / "conf.py").write_text(CONF_PY.format(title=title), encoding="utf-8")
     return pages
+
+
+def answers_as_boxes(markdown: str) -> str:
+    """A worked solution's Markdown with each written answer in a box titled "Worked answer".
+
+    In Markdown cells the exercise markers (``### BEGIN SOLUTION``) would be headings on the
+    page; the box shows the same region as what it is.
+    """
+    lines = []
+    for line in markdown.split("\n"):
+        if line.strip() == BEGIN:
+            lines += ["````{admonition} Worked answer", ":class: tip", ""]
+        elif line.strip() == END:
+            lines.append("````")
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _copy_solution(path: Path, dest: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = answers_as_boxes(cell.source)
+    nbformat.write(notebook, dest)
 
 
 def build_book(

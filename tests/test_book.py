@@ -175,6 +175,15 @@ def test_the_command_leaves_out_the_solutions_and_says_where_the_site_is(tmp_pat
     assert "Worked solutions" not in html
 
 
+def test_written_answers_of_the_solutions_are_boxes_not_marker_headings(site):
+    for notebook in (ROOT / "solutions").glob("*.ipynb"):
+        html = page_of(site, notebook).read_text(encoding="utf-8")
+        assert not re.search(r"<h[1-6][^>]*>\s*(BEGIN|END) SOLUTION", html), notebook.name
+        assert "Worked answer" in html, notebook.name
+    assert book.answers_as_boxes("### BEGIN SOLUTION\nIt is $h_3$.\n### END SOLUTION") == (
+        "````{admonition} Worked answer\n:class: tip\n\nIt is $h_3$.\n````")
+
+
 def test_landing_page_unlinks_files_the_site_does_not_have():
     readme = ("See [one](notebooks/a.ipynb), [two](solutions/b.ipynb#x), [plan](#day-plan), "
               "[web](https://example.org) and ![pic](fig.png).")
