@@ -47,7 +47,7 @@ from course_utils.exercises import (
 )
 from course_utils.files import _umask
 
-__all__ = ["export_nbgrader", "nbgrader_source", "test_cell_source"]
+__all__ = ["autograded_cell_source", "export_nbgrader", "nbgrader_source"]
 
 SCHEMA_VERSION = 3
 _EXERCISE_ID = re.compile(r"^(E\d+\.\d+)-")
@@ -114,7 +114,7 @@ def _defined_name(source: str) -> str | None:
     return match.group(1) if match else None
 
 
-def test_cell_source(exercise_id: str, part: str, points: float) -> str:
+def autograded_cell_source(exercise_id: str, part: str, points: float) -> str:
     """The autograded test cell of one part."""
     unit = "point" if points == 1 else "points"
     return (f"# Autograded by nbgrader: part {part!r}, {points:g} {unit}. The same check as "
@@ -154,7 +154,7 @@ def nbgrader_source(solution: nbformat.NotebookNode, exercise_id: str,
                         f"{where}: part {check.name!r} is checked again (first in cell "
                         f"{tested[check.name]}); keep one check cell per part")
                 tested[check.name] = index
-                cell.source = test_cell_source(exercise_id, check.name, check.points)
+                cell.source = autograded_cell_source(exercise_id, check.name, check.points)
                 cell.metadata.nbgrader = _nbgrader(f"test_{check.name}", grade=True,
                                                    locked=True, points=check.points)
             elif ".EXERCISE.grade(" in cell.source:
