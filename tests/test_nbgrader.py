@@ -28,9 +28,10 @@ from course_utils.nbgrader import export_nbgrader, nbgrader_source
 NBGRADER = "0.9.6"
 ASSIGNMENTS = {"E10.1": "E10.1-attention-by-hand.ipynb",
                "E10.2": "E10.2-vanilla-vs-attention.ipynb",
-               "E10.3": "E10.3-reading-attention-heatmaps.ipynb"}
+               "E10.3": "E10.3-reading-attention-heatmaps.ipynb",
+               "E10.4": "E10.4-dot-and-general-scores.ipynb"}
 #: the points each exercise's table lists: automatic, written
-POINTS = {"E10.1": (8, 2), "E10.2": (11, 5), "E10.3": (9, 5)}
+POINTS = {"E10.1": (8, 2), "E10.2": (11, 5), "E10.3": (9, 5), "E10.4": (7, 3)}
 
 
 def nbgrader_meta(cell) -> dict:
