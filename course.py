@@ -4,6 +4,7 @@
     python3 course.py lab     # open the course in JupyterLab
     python3 course.py test    # run every test: unit tests and the notebooks (nbval)
     python3 course.py setup   # only create / update the environment
+    python3 course.py book    # build the course website (_build/book/html); --no-solutions
 
 Both create a virtual environment in .venv on first use, install the course into it
 (pip install -e .) and register its Jupyter kernel; later runs reinstall only when
@@ -88,8 +89,14 @@ def trust_notebooks(python: Path) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
 
 
-def ensure_environment(use_venv: bool) -> Path:
-    """Create .venv if needed, install the course when pyproject.toml changed; return python."""
+def ensure_environment(use_venv: bool, extras: tuple[str, ...] = (),
+                       extras_required: bool = True) -> Path:
+    """Create .venv if needed, install the course when pyproject.toml changed; return python.
+
+    ``extras`` names optional dependencies of pyproject.toml to install as well (once per
+    pyproject.toml); where they cannot be installed, that is an error if ``extras_required``,
+    otherwise a one-line note (the tests that need them are then skipped).
+    """
     if use_venv:
         env = Path(os.environ.get("COURSE_VENV", ROOT / ".venv"))
         python = venv_python(env)
@@ -109,7 +116,28 @@ def ensure_environment(use_venv: bool) -> Path:
         run(python, "-m", "course_utils.kernel")
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(wanted + "\n")
+    for extra in extras:
+        install_extra(python, stamp, extra, required=extras_required)
     return python
+
+
+def install_extra(python: Path, stamp: Path, extra: str, *, required: bool) -> None:
+    """``pip install -e .[extra]``, unless it was done for this pyproject.toml already."""
+    extra_stamp = stamp.with_name(f"{STAMP_NAME}-{extra}")
+    wanted = stamp.read_text()
+    if extra_stamp.exists() and extra_stamp.read_text() == wanted:
+        return
+    print(f"Installing the course's optional '{extra}' dependencies ...", flush=True)
+    try:
+        run(python, "-m", "pip", "install", "-e", f"{ROOT}[{extra}]")
+    except subprocess.CalledProcessError:
+        if required:
+            raise SystemExit(f"error: installing the '{extra}' dependencies of pyproject.toml "
+                             "failed (pip's messages are above)") from None
+        print(f"note: the '{extra}' dependencies could not be installed; the tests that need "
+              "them will be skipped", flush=True)
+        return
+    extra_stamp.write_text(wanted)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,10 +149,14 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__.splitlines()[0],
         epilog="--no-venv: install into and use the current Python instead of .venv",
     )
-    parser.add_argument("command", choices=["lab", "test", "setup"])
-    parser.add_argument("extra", nargs=argparse.REMAINDER, help="passed on to jupyter / pytest")
+    parser.add_argument("command", choices=["lab", "test", "setup", "book"])
+    parser.add_argument("extra", nargs=argparse.REMAINDER,
+                        help="passed on to jupyter / pytest / the site builder")
     args = parser.parse_args(argv)
-    python = ensure_environment(use_venv=use_venv)
+    # the site needs the book extra; the tests build it too, so they install it if they can
+    extras = ("book",) if args.command in ("book", "test") else ()
+    python = ensure_environment(use_venv=use_venv, extras=extras,
+                                extras_required=args.command == "book")
     try:
         if args.command == "lab":
             # Jupyter refuses root unless told; containers and cloud machines often run as root.
@@ -140,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             env = dict(os.environ)
             env.setdefault("COURSE_QUICK", "1")  # smoke-test scale unless told otherwise
             run(python, "-m", "pytest", *args.extra, cwd=ROOT, env=env)
+        elif args.command == "book":
+            run(python, "-m", "course_utils.book", *args.extra, cwd=ROOT)
     except subprocess.CalledProcessError as error:
         return error.returncode
     except KeyboardInterrupt:

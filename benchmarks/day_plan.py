@@ -56,9 +56,11 @@ NOTEBOOKS = [
     "notebooks/03_reversal_task.ipynb",
     "notebooks/04_multi30k_vanilla_vs_attention.ipynb",
     "notebooks/05_reading_attention_heatmaps.ipynb",
+    "notebooks/06_additive_vs_dot_product.ipynb",
     "solutions/E10.1-attention-by-hand.ipynb",
     "solutions/E10.2-vanilla-vs-attention.ipynb",
     "solutions/E10.3-reading-attention-heatmaps.ipynb",
+    "solutions/E10.4-dot-and-general-scores.ipynb",
 ]
 #: Sections outside the day's core path (README, "Day plan"), by notebook and section number:
 #: for fast students, for homework, or for a second session. Everything else is core.
@@ -73,6 +75,8 @@ HOMEWORK = (
     "notebooks/05_reading_attention_heatmaps.ipynb",
     "solutions/E10.2-vanilla-vs-attention.ipynb",
     "solutions/E10.3-reading-attention-heatmaps.ipynb",
+    "notebooks/06_additive_vs_dot_product.ipynb",  # the optional last hour, or homework
+    "solutions/E10.4-dot-and-general-scores.ipynb",
 )
 SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
 

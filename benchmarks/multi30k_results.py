@@ -1,4 +1,4 @@
-"""Evaluate notebook 4's trained models on Multi30k and write docs/results.md.
+"""Evaluate notebook 4's trained models on Multi30k and write their section of docs/results.md.
 
     # 1. train both models (notebook 4 saves checkpoints under notebooks/runs/multi30k/)
     jupyter nbconvert --to notebook --execute --inplace \
@@ -24,7 +24,7 @@ import torch
 from course_utils.alignment import crossings, monotonicity, step_entropy, word_class
 from course_utils.checkpoints import MULTI30K_RUN, RunFolder, load_checkpoint
 from course_utils.config import get_device
-from course_utils.files import write_text_atomically
+from course_utils.files import update_section
 from course_utils.metrics import LENGTH_BUCKETS, Interval, compare_by_length
 from course_utils.translation import CPU, GPU, TEST_SPLITS, Translator, evaluate_bleu, prepare_data
 
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     lines += ["", f"Evaluation took {time.perf_counter() - start:.0f} s.", ""]
     text = "\n".join(lines)
     print(text)
-    write_text_atomically(args.out, text)
+    update_section(args.out, "multi30k", text)  # other scripts keep their own sections
     print(f"wrote {args.out}")
     return 0
 

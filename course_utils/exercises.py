@@ -20,6 +20,7 @@ Command line (installed as ``course-exercises``)::
 
     course-exercises            # regenerate exercises/ from solutions/
     course-exercises --check    # exit 1 if exercises/ is out of date
+    course-exercises --nbgrader OUT   # nbgrader source notebooks (course_utils.nbgrader)
 """
 
 from __future__ import annotations
@@ -188,7 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--check", action="store_true", help="only report exercises that are out of date"
     )
+    parser.add_argument(
+        "--nbgrader", type=Path, metavar="OUT",
+        help="instead, write nbgrader source notebooks into the new folder OUT",
+    )
     args = parser.parse_args(argv)
+    if args.nbgrader is not None:
+        return _export_nbgrader(args.solutions, args.nbgrader)
     try:
         paths = build_all(args.solutions, args.exercises, check=args.check)
     except (ExerciseFormatError, FileNotFoundError) as error:
@@ -200,6 +207,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if paths else 0
     for path in paths:
         print(f"wrote {path}")
+    return 0
+
+
+def _export_nbgrader(solutions: Path, out: Path) -> int:
+    from course_utils.nbgrader import export_nbgrader  # imports the checks (and PyTorch)
+
+    try:
+        paths = export_nbgrader(solutions, out)
+    except (ValueError, OSError) as error:  # ExerciseFormatError, an unknown exercise, OUT
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    for path in paths:
+        print(f"wrote {path}")
+    print(f"wrote {out / 'nbgrader_config.py'}; next: cd {out} && nbgrader generate_assignment "
+          "E10.1 (see the README, 'If your course runs nbgrader')")
     return 0
 
 

@@ -19,12 +19,14 @@ from course_utils.models import Decoded
 
 __all__ = [
     "LENGTH_BUCKETS",
+    "BleuComparison",
     "BleuResult",
     "Interval",
     "LengthComparison",
     "accuracy_by_length",
     "bleu_by_length",
     "bucket_of",
+    "compare_bleu",
     "compare_by_length",
     "corpus_bleu",
     "correct",
@@ -302,3 +304,78 @@ def compare_by_length(
                           relative_drop(baseline, samples) - relative_drop(m, samples))
     return LengthComparison(models, baseline, counts, result_bleu, gain, drop, growth, gap,
                             confidence, int(resamples))
+
+
+@dataclass(frozen=True)
+class BleuComparison:
+    """Corpus BLEU of models translating the same sentences, with paired-bootstrap intervals.
+    Built by :func:`compare_bleu`; ``print`` it for a table."""
+
+    models: tuple[str, ...]
+    baseline: str
+    sentences: int
+    bleu: dict[str, Interval]  # model -> corpus BLEU
+    gain: dict[str, Interval]  # model (not the baseline) -> BLEU minus the baseline's
+    confidence: float
+    resamples: int
+
+    def __str__(self) -> str:
+        level = f"{self.confidence:.0%}"
+        lines = [f"corpus BLEU on {self.sentences} sentences, with {level} paired-bootstrap "
+                 f"intervals ({self.resamples} resamples)",
+                 f"{'model':16s}{'BLEU':>20s}{'gain over ' + self.baseline:>28s}"]
+        for m in self.models:
+            gain = self.gain[m].format(sign=True) if m in self.gain else "-"
+            lines.append(f"{m:16s}{self.bleu[m].format():>20s}{gain:>28s}")
+        return "\n".join(lines)
+
+
+def compare_bleu(
+    hypotheses: Mapping[str, Sequence[str]],
+    references: Sequence[str],
+    *,
+    baseline: str | None = None,
+    lowercase: bool = False,
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> BleuComparison:
+    """Corpus BLEU of each model on the same sentences, and its gain over ``baseline`` (the
+    first model by default), with paired-bootstrap intervals: the sentences are resampled with
+    replacement ``resamples`` times and every model is scored on the same resample, as
+    ``sacrebleu --paired-bs`` does. A gain whose interval leaves out 0 is more than the luck of
+    which sentences were in the test set; it says nothing about the luck of training (seeds)."""
+    if not hypotheses:
+        raise ValueError("hypotheses must map at least one model name to its outputs")
+    n = len(references)
+    for model, outputs in hypotheses.items():
+        if len(outputs) != n:
+            raise ValueError(f"model {model!r} has {len(outputs)} hypotheses for {n} references")
+    if n == 0:
+        raise ValueError("no sentences to score")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence}")
+    if int(resamples) < 1:
+        raise ValueError(f"resamples must be at least 1; got {resamples}")
+    models = tuple(hypotheses)
+    baseline = models[0] if baseline is None else baseline
+    if baseline not in hypotheses:
+        raise ValueError(f"baseline {baseline!r} is not one of the models {list(models)}")
+    bleu = BLEU(lowercase=lowercase)
+    picks = np.random.default_rng(seed).integers(0, n, size=(int(resamples), n))
+    tail = 100 * (1 - confidence) / 2
+    scores, samples = {}, {}
+    for m in models:
+        stats = _sentence_statistics(bleu, hypotheses[m], references)
+        scores[m] = _score(bleu, stats.sum(0))
+        samples[m] = np.array([_score(bleu, row) for row in stats[picks].sum(1)])
+
+    def interval(value: float, draws: np.ndarray) -> Interval:
+        low, high = np.percentile(draws, [tail, 100 - tail])
+        return Interval(float(value), float(low), float(high))
+
+    return BleuComparison(
+        models, baseline, n, {m: interval(scores[m], samples[m]) for m in models},
+        {m: interval(scores[m] - scores[baseline], samples[m] - samples[baseline])
+         for m in models if m != baseline},
+        confidence, int(resamples))

@@ -23,6 +23,7 @@ from course_utils.training import RunConfig
 __all__ = [
     "BOTTLENECK",
     "REVERSAL",
+    "SCORE_COMPARISON",
     "ReversalConfig",
     "alignment_score",
     "bottleneck_config",
@@ -30,6 +31,7 @@ __all__ = [
     "reversal_alignment",
     "reversal_config",
     "reversal_vocab",
+    "score_comparison_config",
 ]
 
 
@@ -141,3 +143,17 @@ BOTTLENECK_GPU = replace(GPU, name="bottleneck-gpu", min_len=2, max_len=40, n_va
 def bottleneck_config() -> ReversalConfig:
     """Settings for comparing the vanilla and attention models as sequences grow."""
     return scaled(quick=BOTTLENECK_QUICK, cpu=BOTTLENECK, gpu=BOTTLENECK_GPU)
+
+
+#: Notebook 6's controlled experiment: eight models (four scores, two orders) times three seeds,
+#: so each run is small: about 20 seconds on 2 CPU cores.
+SCORE_COMPARISON = replace(REVERSAL, name="scores", n_train=4_000, n_val=500, embed_dim=32,
+                           hidden_dim=64, attention_dim=64, maxout_dim=32, epochs=8)
+SCORE_COMPARISON_QUICK = replace(QUICK, name="scores-quick", n_train=400, n_val=60, epochs=2)
+SCORE_COMPARISON_GPU = replace(GPU, name="scores-gpu", n_train=20_000, n_val=1_000, epochs=8)
+
+
+def score_comparison_config() -> ReversalConfig:
+    """Settings for comparing score functions and orders of operations on reversal."""
+    return scaled(quick=SCORE_COMPARISON_QUICK, cpu=SCORE_COMPARISON, gpu=SCORE_COMPARISON_GPU)
+

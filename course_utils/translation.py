@@ -49,6 +49,7 @@ __all__ = [
     "load_pairs",
     "multi30k_config",
     "prepare_data",
+    "score_comparison_config",
     "small_config",
     "translate",
 ]
@@ -110,6 +111,17 @@ def exercise_config(config: Multi30kConfig) -> Multi30kConfig:
     under ``COURSE_QUICK`` (and so under ``course-grade``) the smoke-test run is smaller still."""
     return replace(config, name=f"{config.name}-e10.2", epochs=min(config.epochs, 4),
                    max_train=min(config.max_train or 15_000, 15_000))
+
+
+def score_comparison_config(config: Multi30kConfig) -> Multi30kConfig:
+    """Notebook 6's budget for comparing score functions on Multi30k: three epochs on at most
+    the first 10,000 training sentences, a smaller encoder (``hidden_dim`` at most 128) whose
+    outputs (``2 * hidden_dim``) the decoder state matches, so that every score, dot included,
+    fits the same model. Minutes per model on a 2-core CPU (notebook 6 measures it)."""
+    hidden = min(config.hidden_dim, 128)
+    return replace(config, name=f"{config.name}-scores", epochs=min(config.epochs, 3),
+                   max_train=min(config.max_train or 10_000, 10_000), hidden_dim=hidden,
+                   attention_dim=min(config.attention_dim, 2 * hidden))
 
 
 def load_pairs(config: Multi30kConfig, split: str) -> list[tuple[str, str]]:

@@ -10,6 +10,7 @@ from course_utils.metrics import (
     Interval,
     _sentence_statistics,
     bleu_by_length,
+    compare_bleu,
     compare_by_length,
 )
 
@@ -97,3 +98,52 @@ def test_bad_input_is_refused_by_name(kwargs, message):
     with pytest.raises(ValueError, match=message):
         compare_by_length(args.pop("hypotheses"), args.pop("references"),
                           args.pop("source_lengths"), **args)
+
+
+# ------------------------------------------------------------- overall BLEU, paired bootstrap
+
+
+def test_compare_bleu_points_are_sacrebleus_corpus_scores_and_intervals_contain_them():
+    hyps, refs, _ = corpus(n=200)
+    worse = corpus(n=200, noise=0.5)[0]
+    result = compare_bleu({"worse": worse, "better": hyps}, refs, resamples=300)
+    for name, outputs in [("worse", worse), ("better", hyps)]:
+        expected = sacrebleu.corpus_bleu(outputs, [refs]).score
+        assert result.bleu[name].value == pytest.approx(expected)
+        assert result.bleu[name].low <= expected <= result.bleu[name].high
+    gain = result.gain["better"]
+    assert gain.value == pytest.approx(result.bleu["better"].value - result.bleu["worse"].value)
+    assert gain.excludes(0) and gain.low > 0  # clearly better on every resample
+    assert "worse" not in result.gain and "gain over worse" in str(result)
+
+
+def test_compare_bleu_identical_models_gain_exactly_zero_and_pairing_narrows_the_gain():
+    hyps, refs, _ = corpus(n=200)
+    same = compare_bleu({"a": hyps, "b": list(hyps)}, refs, resamples=200)
+    assert (same.gain["b"].low, same.gain["b"].value, same.gain["b"].high) == (0, 0, 0)
+    # a slightly noisier copy: each score's interval is wide, the paired gain's much narrower
+    other = [h if i % 10 else "zz " + h for i, h in enumerate(hyps)]
+    close = compare_bleu({"a": hyps, "b": other}, refs, resamples=300)
+    width = close.bleu["a"].high - close.bleu["a"].low
+    assert close.gain["b"].high - close.gain["b"].low < width / 2
+
+
+def test_compare_bleu_intervals_shrink_with_more_sentences():
+    small = compare_bleu({"m": corpus(n=60)[0]}, corpus(n=60)[1], resamples=300)
+    big = compare_bleu({"m": corpus(n=600)[0]}, corpus(n=600)[1], resamples=300)
+    width = lambda r: r.bleu["m"].high - r.bleu["m"].low  # noqa: E731
+    assert width(big) < width(small)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(hypotheses={}), "at least one model"),
+    (dict(hypotheses={"m": ["a"]}), "1 hypotheses for 2 references"),
+    (dict(baseline="x"), "baseline 'x'"),
+    (dict(confidence=95), "between 0 and 1"),
+    (dict(resamples=0), "at least 1"),
+])
+def test_compare_bleu_refuses_bad_input_by_name(kwargs, message):
+    args = dict(hypotheses={"m": ["a b", "c d"]}, references=["a b", "c d"])
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        compare_bleu(args.pop("hypotheses"), args.pop("references"), **args)

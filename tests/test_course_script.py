@@ -117,3 +117,36 @@ def test_the_reachability_probe_is_quick_and_says_no_for_a_closed_port():
     assert course.reachable("http://127.0.0.1:9/", timeout=3) is False
     assert course.reachable("not a url") is False
     assert time.perf_counter() - start < 5
+
+
+def test_book_builds_the_site_with_the_book_extra_installed():
+    with (mock.patch.object(course, "ensure_environment", return_value="python") as env,
+          mock.patch.object(course, "run") as run):
+        assert course.main(["book", "--no-solutions"]) == 0
+    assert env.call_args.kwargs == {"use_venv": True, "extras": ("book",),
+                                    "extras_required": True}
+    assert run.call_args.args == ("python", "-m", "course_utils.book", "--no-solutions")
+    with (mock.patch.object(course, "ensure_environment", return_value="python") as env,
+          mock.patch.object(course, "run")):
+        course.main(["test"])  # the tests build the site too: the extra if it can be had
+    assert env.call_args.kwargs["extras"] == ("book",)
+    assert env.call_args.kwargs["extras_required"] is False
+
+
+def test_an_extra_is_installed_once_per_pyproject_and_a_failure_is_said(tmp_path, capsys):
+    stamp = tmp_path / course.STAMP_NAME
+    stamp.write_text("abc\n")
+    with mock.patch.object(course, "run") as run:
+        course.install_extra("python", stamp, "book", required=True)
+        course.install_extra("python", stamp, "book", required=True)  # done already
+    assert run.call_count == 1
+    assert run.call_args.args == ("python", "-m", "pip", "install", "-e", f"{ROOT}[book]")
+    stamp.write_text("def\n")  # pyproject.toml changed
+    failing = mock.patch.object(course, "run",
+                                side_effect=course.subprocess.CalledProcessError(1, "pip"))
+    with failing, pytest.raises(SystemExit, match="installing the 'book' dependencies"):
+        course.install_extra("python", stamp, "book", required=True)
+    with failing:
+        course.install_extra("python", stamp, "book", required=False)
+    assert "could not be installed; the tests that need them will be skipped" in (
+        capsys.readouterr().out)

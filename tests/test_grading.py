@@ -165,7 +165,7 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
 
 def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
     names = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention",
-             "E10.3": "E10.3-reading-attention-heatmaps"}
+             "E10.3": "E10.3-reading-attention-heatmaps", "E10.4": "E10.4-dot-and-general-scores"}
     for exercise, name in names.items():
         folder = tmp_path / exercise
         folder.mkdir()

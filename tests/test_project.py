@@ -27,9 +27,14 @@ def split_requirement(text: str) -> tuple[str, str]:
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
-def pyproject_dependencies() -> dict[str, str]:
+def pyproject_dependencies(extras: bool = False) -> dict[str, str]:
+    """The dependencies, and with ``extras`` those of every optional extra (``[book]``) too."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return dict(split_requirement(r) for r in project["dependencies"])
+    requirements = list(project["dependencies"])
+    if extras:
+        for listed in project.get("optional-dependencies", {}).values():
+            requirements += listed
+    return dict(split_requirement(r) for r in requirements)
 
 
 def conda_dependencies() -> dict[str, str]:
@@ -47,7 +52,8 @@ def conda_dependencies() -> dict[str, str]:
 
 
 def test_environment_yml_and_pyproject_list_the_same_dependencies():
-    pip, conda = pyproject_dependencies(), conda_dependencies()
+    # the conda environment has the extras too: conda users install them from conda-forge
+    pip, conda = pyproject_dependencies(extras=True), conda_dependencies()
     assert set(pip) == set(conda), (
         f"only in pyproject.toml: {sorted(set(pip) - set(conda))}; "
         f"only in environment.yml: {sorted(set(conda) - set(pip))}"

@@ -24,15 +24,20 @@ student's function has returned it.
 Each exercise is an :class:`Exercise` that registers its checks and its manually graded
 questions; :func:`get_exercise` finds it by id (``"E10.1"``), and
 :meth:`Exercise.grade` runs every check against a notebook's namespace.
+:func:`nbgrader_points` runs one part's check in an nbgrader test cell (see
+:mod:`course_utils.nbgrader`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
+import sys
 import sysconfig
 import traceback
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,6 +52,7 @@ __all__ = [
     "ManualQuestion",
     "call_student",
     "get_exercise",
+    "nbgrader_points",
     "student_line",
     "try_run",
 ]
@@ -285,6 +291,7 @@ _MODULES = {
     "E10.1": "course_utils.checks.e10_1",
     "E10.2": "course_utils.checks.e10_2",
     "E10.3": "course_utils.checks.e10_3",
+    "E10.4": "course_utils.checks.e10_4",
 }
 
 
@@ -294,6 +301,27 @@ def get_exercise(exercise_id: str) -> Exercise:
         known = ", ".join(sorted(_MODULES))
         raise ValueError(f"unknown exercise {exercise_id!r}; expected one of: {known}")
     return importlib.import_module(_MODULES[exercise_id]).EXERCISE
+
+
+def nbgrader_points(exercise_id: str, part: str, namespace: Mapping[str, object]) -> float:
+    """One part's check, run as an nbgrader autograded test cell: the points it gives.
+
+    Calls the same check as the student's check cell and ``course-grade`` (on the function the
+    part names, taken from ``namespace``, the notebook's ``globals()``), prints its result line,
+    and returns its points as the cell's value: nbgrader (0.6 and later) scores a test cell whose
+    value is a number with that number, so a part earns here exactly what the course's grader
+    gives it, partial credit included. It never raises, so Run All reaches every cell as in the
+    course's own notebooks. Warnings and anything written to stderr while the check runs are
+    printed to stdout instead: nbgrader scores a test cell that writes to stderr 0.
+    """
+    check = get_exercise(exercise_id).checks[part]
+    with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
+        warnings.simplefilter("always")
+        result = check(namespace.get(check.target))
+    for warning in caught[:3]:
+        print(f"(while checking: {warning.category.__name__}: {warning.message})")
+    print(result)
+    return float(result.points)
 
 
 # ------------------------------------------------------------------ showing a part's result
@@ -344,7 +372,7 @@ def try_run(function: object, *args: object) -> Any:
     earlier part is not done, or a crash, prints why and lets the next cells run, so Run All
     still reaches every check and the score.
     """
-    name = getattr(function, "__name__", "this function")
+    name = getattr(function, "__name__", None) or type(function).__name__  # a module: its class
     if not callable(function):
         print(f"`{name}` is not a function (got a {type(function).__name__}): "
               "run the cell that defines it")

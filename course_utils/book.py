@@ -1,0 +1,280 @@
+"""The course as a static website: the README as its landing page, every notebook a page.
+
+Built with Sphinx, MyST-NB and the Sphinx Book Theme (the tools Jupyter Book 1 is made of)
+from the committed notebooks, whose saved outputs are shown as they are: nothing is
+re-executed, so the site takes seconds and shows the figures of the real runs. The landing
+page is generated from ``README.md`` on every build (its links to notebooks become links to
+their pages), followed by the lecture notebooks, the exercises (student versions), the worked
+solutions (a section an instructor can leave out; their written answers in boxes rather than
+between marker lines) and the measurements in ``docs/``.
+
+Command line (what ``python3 course.py book`` runs, once the ``book`` extra is installed)::
+
+    python -m course_utils.book                  # writes _build/book/html
+    python -m course_utils.book --no-solutions   # the same site without the worked solutions
+    python -m course_utils.book --out DIR
+
+The site is built in a temporary folder next to ``--out`` and moved into place only when
+Sphinx succeeds, so a failed build leaves the previous site (or none) and no half-written one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import nbformat
+
+from course_utils.exercises import BEGIN, END
+
+__all__ = [
+    "BOOK_PACKAGES",
+    "SECTIONS",
+    "BookError",
+    "Section",
+    "answers_as_boxes",
+    "build_book",
+    "landing_page",
+    "missing_packages",
+]
+
+COURSE = Path(__file__).resolve().parents[1]
+DEFAULT_OUT = Path("_build") / "book" / "html"
+
+#: What the site needs (import names); pyproject.toml's ``book`` extra installs them.
+BOOK_PACKAGES = ("sphinx", "myst_nb", "sphinx_book_theme")
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the site: a folder of the course and its caption in the sidebar."""
+
+    folder: str
+    caption: str
+    pattern: str = "*.ipynb"
+    for_instructors: bool = False
+
+
+SECTIONS = (
+    Section("notebooks", "Lecture notebooks"),
+    Section("exercises", "Exercises (student versions)"),
+    Section("solutions", "Worked solutions (for instructors)", for_instructors=True),
+    Section("docs", "Measurements", pattern="*.md"),
+)
+
+#: A Markdown link or image: ``[text](target)``, ``![alt](target)``.
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+class BookError(RuntimeError):
+    """The site could not be built; the message says why and what to do."""
+
+
+def missing_packages() -> list[str]:
+    """The packages of the ``book`` extra that this Python cannot import."""
+    return [name for name in BOOK_PACKAGES if importlib.util.find_spec(name) is None]
+
+
+def landing_page(readme: str, pages: set[str], toctrees: str = "") -> str:
+    """The README as the site's landing page.
+
+    Links to a page of the site (``notebooks/01_x.ipynb``, ``docs/results.md#a-heading``) are
+    kept: MyST turns them into links to those pages. Relative links to anything else (a file
+    the site does not have, such as the solutions when they are left out) keep their text and
+    lose the link, so that the site has no broken link. ``toctrees`` (the sidebar's sections)
+    is appended.
+    """
+
+    def rewrite(match: re.Match[str]) -> str:
+        bang, text, target = match.groups()
+        if bang or target.startswith("#") or re.match(r"[a-z][a-z0-9+.-]*:", target):
+            return match.group(0)  # images, anchors on this page, http(s)/mailto
+        if target.split("#", 1)[0] in pages:
+            return match.group(0)
+        return text
+
+    return LINK.sub(rewrite, readme).rstrip("\n") + "\n" + toctrees
+
+
+def _toctree(caption: str, documents: list[str]) -> str:
+    entries = "\n".join(documents)
+    return f"\n```{{toctree}}\n:caption: {caption}\n:hidden:\n\n{entries}\n```\n"
+
+
+CONF_PY = '''\
+# Written by course_utils.book for one build; edit course_utils/book.py instead.
+project = {title!r}
+author = "the course's authors"
+extensions = ["myst_nb", "sphinx.ext.githubpages"]  # githubpages: a .nojekyll file
+html_theme = "sphinx_book_theme"
+html_title = {title!r}
+html_static_path = []
+html_sourcelink_suffix = ""  # "download .ipynb" gives the notebook itself
+html_theme_options = {{
+    "home_page_in_toc": True,
+    "show_toc_level": 2,
+    "use_download_button": True,
+    "use_fullscreen_button": False,
+}}
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+# The committed outputs are shown as they are: no notebook runs for the site.
+nb_execution_mode = "off"
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+# a notebook's first heading is its page title; later level-1 headings are not an error
+suppress_warnings = ["myst.header"]
+'''
+
+
+def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
+    """Copy what the site shows into ``src`` and write its configuration; return the pages."""
+    readme = (course / "README.md").read_text(encoding="utf-8")
+    title_match = re.search(r"^# (.+)$", readme, re.MULTILINE)
+    title = title_match.group(1).strip() if title_match else "The course"
+    pages: list[str] = []
+    toctrees = ""
+    for section in SECTIONS:
+        if section.for_instructors and not solutions:
+            continue
+        files = sorted((course / section.folder).glob(section.pattern))
+        if not files:
+            continue
+        (src / section.folder).mkdir(parents=True)
+        for path in files:
+            if section.for_instructors:
+                _copy_solution(path, src / section.folder / path.name)
+            else:
+                shutil.copy2(path, src / section.folder / path.name)
+            pages.append(f"{section.folder}/{path.name}")
+        toctrees += _toctree(section.caption, [f"{section.folder}/{p.stem}" for p in files])
+    if not any(p.endswith(".ipynb") for p in pages):
+        raise BookError(f"no notebooks found in {course}: is this the course folder?")
+    (src / "index.md").write_text(landing_page(readme, set(pages), toctrees), encoding="utf-8")
+    (src / "conf.py").write_text(CONF_PY.format(title=title), encoding="utf-8")
+    return pages
+
+
+def answers_as_boxes(markdown: str) -> str:
+    """A worked solution's Markdown with each written answer in a box titled "Worked answer".
+
+    In Markdown cells the exercise markers (``### BEGIN SOLUTION``) would be headings on the
+    page; the box shows the same region as what it is.
+    """
+    lines = []
+    for line in markdown.split("\n"):
+        if line.strip() == BEGIN:
+            lines += ["````{admonition} Worked answer", ":class: tip", ""]
+        elif line.strip() == END:
+            lines.append("````")
+        else:
+            lines.append(line)
+    return "\n".join(lines)
+
+
+def _copy_solution(path: Path, dest: Path) -> None:
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = answers_as_boxes(cell.source)
+    nbformat.write(notebook, dest)
+
+
+def build_book(
+    out: str | Path | None = None,
+    *,
+    course: str | Path = COURSE,
+    solutions: bool = True,
+    quiet: bool = True,
+) -> Path:
+    """Build the course site into ``out`` (default ``_build/book/html`` in the course folder).
+
+    Returns ``out``. Raises :class:`BookError` (with Sphinx's own messages) when the book
+    extra is missing or Sphinx fails; ``out`` is then left as it was.
+    """
+    course = Path(course).resolve()
+    out = (course / DEFAULT_OUT) if out is None else Path(out).resolve()
+    missing = missing_packages()
+    if missing:
+        raise BookError(
+            f"the course site needs {', '.join(missing)}, which {sys.executable} cannot import; "
+            "install the book extra: python3 course.py book (installs it), or "
+            f"pip install -e '{course}[book]'"
+        )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-building-", dir=out.parent))
+    try:
+        src, html = work / "src", work / "html"
+        _stage(course, src, solutions=solutions)
+        command = [sys.executable, "-m", "sphinx", "-b", "html", "--keep-going",
+                   "-d", str(work / "doctrees"), str(src), str(html)]
+        if quiet:
+            command.append("-q")  # warnings and errors only
+        # no bytecode or caches from the build land in the course folder
+        env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+        result = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True)
+        messages = (result.stdout + result.stderr).replace(str(src) + os.sep, "")
+        if messages.strip():
+            print(messages.rstrip(), file=sys.stderr)
+        if result.returncode != 0 or not (html / "index.html").exists():
+            raise BookError(f"Sphinx failed (exit status {result.returncode}); its messages are "
+                            f"above. {out} was left as it was.")
+        _replace_folder(html, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _replace_folder(new: Path, target: Path) -> None:
+    """Put the folder ``new`` at ``target``, replacing what was there, in two renames."""
+    old = target.with_name(f".{target.name}-old-{os.getpid()}")
+    if target.exists():
+        target.rename(old)
+    try:
+        new.rename(target)
+    except BaseException:
+        if old.exists():
+            old.rename(target)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="course.py book",
+        description="Build the course website from the committed notebooks (no re-execution).",
+    )
+    parser.add_argument("--out", type=Path, default=None,
+                        help=f"where the site goes (default: {DEFAULT_OUT} in the course folder)")
+    parser.add_argument("--no-solutions", action="store_true",
+                        help="leave the worked solutions out of the site")
+    parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    try:
+        out = build_book(args.out, course=args.course, solutions=not args.no_solutions)
+    except BookError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    course = Path(args.course).resolve()
+    shown = out.relative_to(course) if out.is_relative_to(course) else out
+    index = shown / "index.html"
+    what = "without" if args.no_solutions else "with"
+    print(f"Built the course site ({what} the worked solutions) in {shown}/ "
+          f"in {time.perf_counter() - start:.0f} s.\n"
+          f"Open {index} in a browser, or serve it: python3 -m http.server -d {shown} 8000 "
+          "and open http://localhost:8000")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,324 @@
+"""Checks for exercise E10.4 (optional): the dot, scaled-dot and general scores, written into
+the interface every score of the course shares (:class:`~course_utils.attention.Attention`).
+
+Students write three classes; each check builds the student's module and the library's with
+the same weights, on fresh random inputs at every call (sizes chosen so that a product over the
+wrong axis fails or gives different numbers), and compares:
+
+- ``dot``: ``DotScore``, ``e_j = s^T h_j``: keys are the encoder outputs;
+- ``scaled_dot``: ``ScaledDotScore``, ``e_j = s^T h_j / sqrt(d)``, checked through the whole
+  attention step, so that a scaling applied to the weights (after the softmax) or to the
+  context is caught and named;
+- ``general``: ``GeneralScore``, ``e_j = s^T W h_j`` with ``W h_j`` computed once per sentence
+  (in ``project_keys``), not at every step; ``W`` on the wrong side is named.
+
+Named hints: a missing transpose (a product over the wrong axis), scaling by ``d`` or by the
+source length instead of ``sqrt(d)``, scaling the weights instead of the scores, general's
+matrix on the wrong side, and the keys recomputed at every decoder step. A class that reuses the
+library's score modules (:mod:`course_utils.scores`) earns no points.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable
+
+import torch
+
+from course_utils.attention import Attention
+from course_utils.checks import CheckFailed, Exercise, try_run
+from course_utils.checks.own_work import module_files, references_to, watch_calls
+from course_utils.scores import DotAttention, GeneralAttention, ScaledDotAttention
+
+__all__ = [
+    "EXERCISE",
+    "check_dot",
+    "check_general",
+    "check_scaled_dot",
+    "score_to_train",
+    "try_run",
+]
+
+EXERCISE = Exercise("E10.4", "Dot, scaled-dot and general scores")
+_LIBRARY = ("course_utils.scores",)
+
+#: Fresh sizes on every call: batch 3, source length 5, states of 6 (src_len != d, so a product
+#: over the wrong axis fails), then a square case (src_len == d == 4), where it would not fail
+#: but gives other numbers.
+_CASES = ((3, 5, 6), (2, 4, 4))
+
+TRANSPOSE_HINT = (
+    "the product runs over the wrong axis (a missing transpose?): the keys are "
+    "(batch, src_len, d) and the state (batch, d); one energy per source position is the keys "
+    "times the state as a column, (batch, src_len, d) @ (batch, d, 1), e.g. "
+    "`torch.bmm(keys, decoder_state.unsqueeze(-1)).squeeze(-1)`")
+
+
+def _class_of(student_class: object, name: str, library: type) -> type:
+    if not isinstance(student_class, type) or not issubclass(student_class, Attention):
+        raise CheckFailed(f"{name} must be a class that subclasses the course's score "
+                          f"interface: `class {name}(Attention):`")
+    if issubclass(student_class, library):
+        raise CheckFailed(f"{name} subclasses the library's `{library.__name__}`, the answer "
+                          "this check compares against: subclass `Attention` and write the "
+                          "score yourself")
+    for attribute, value in vars(student_class).items():
+        function = getattr(value, "__func__", value)
+        if callable(function) and hasattr(function, "__code__"):
+            used = references_to(function, _LIBRARY)
+            if used:
+                raise CheckFailed(_not_own_work(f"{name}.{attribute}", used[0]))
+    return student_class
+
+
+def _not_own_work(where: str, what: str) -> str:
+    return (f"`{where}` {what}: that is the course's own score, which this check compares "
+            "against, so this part earns no points. Write it yourself with torch operations")
+
+
+def _build(student_class: type, name: str, encoder_dim: int, decoder_dim: int) -> Attention:
+    try:
+        return student_class(encoder_dim, decoder_dim)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise CheckFailed(f"`{name}({encoder_dim}, {decoder_dim})` raised "
+                          f"{type(error).__name__}: {error}: keep the constructor the exercise "
+                          "gives") from None
+
+
+def _inputs(batch: int, src_len: int, encoder_dim: int, decoder_dim: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    outputs = torch.randn(batch, src_len, encoder_dim, generator=generator)
+    state = torch.randn(batch, decoder_dim, generator=generator)
+    return state, outputs
+
+
+def _tensor(value: object, what: str, shape: tuple[int, ...]) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise CheckFailed(f"{what} must return a torch tensor; got {type(value).__name__}")
+    if value.dtype.is_complex or not value.dtype.is_floating_point:
+        raise CheckFailed(f"{what} must return a float tensor; got {value.dtype}")
+    if tuple(value.shape) != shape:
+        raise CheckFailed(f"{what} must return shape {shape}; got {tuple(value.shape)}")
+    return value.detach().float()
+
+
+def _energies(module: Attention, name: str, state: torch.Tensor, outputs: torch.Tensor,
+              ) -> torch.Tensor:
+    """The student's energies through both methods, with a named hint for a shape error."""
+    batch, src_len, _ = outputs.shape
+    try:
+        with torch.no_grad(), watch_calls(module_files(_LIBRARY)) as entered:
+            keys = module.project_keys(outputs)
+            energies = module.energies(state, keys)
+    except (NotImplementedError, CheckFailed):
+        raise
+    except RuntimeError as error:
+        text = str(error)
+        if any(s in text for s in ("cannot be multiplied", "size of tensor", "Expected size",
+                                   "must match", "shape", "mismatch")):
+            raise CheckFailed(f"{name} raised `{text.splitlines()[0]}` on a batch of {batch} "
+                              f"sources of {src_len} positions: {TRANSPOSE_HINT}") from None
+        raise CheckFailed(f"{name} raised RuntimeError: {text.splitlines()[0]}") from None
+    except Exception as error:
+        raise CheckFailed(f"{name} raised {type(error).__name__}: {error}") from None
+    if entered:
+        raise CheckFailed(_not_own_work(name, f"calls `{entered[0]}`"))
+    if isinstance(energies, torch.Tensor) and tuple(energies.shape) == (batch, outputs.shape[-1]) \
+            and src_len != outputs.shape[-1]:
+        raise CheckFailed(f"{name}.energies returns one number per coordinate, "
+                          f"{tuple(energies.shape)}, instead of one per source position, "
+                          f"(batch, src_len) = {(batch, src_len)}: {TRANSPOSE_HINT}")
+    return _tensor(energies, f"{name}.energies", (batch, src_len))
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-4, atol=1e-5))
+
+
+def _wrong_axis(state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor | None:
+    """``s^T`` times the keys' *columns*: what a product without the transpose gives when
+    ``src_len == d``."""
+    if outputs.shape[1] != outputs.shape[2] or outputs.shape[2] != state.shape[1]:
+        return None
+    return torch.bmm(state.unsqueeze(1), outputs).squeeze(1)
+
+
+# ------------------------------------------------------------------------------ dot
+
+
+@EXERCISE.check("dot", points=2, target="DotScore")
+def check_dot(student_class: Callable) -> str:
+    cls = _class_of(student_class, "DotScore", DotAttention)
+    seed = secrets.randbelow(2**31)
+    for batch, src_len, d in _CASES:
+        module = _build(cls, "DotScore", d, d)
+        state, outputs = _inputs(batch, src_len, d, d, seed)
+        expected = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
+        got = _energies(module, "DotScore", state, outputs)
+        if _close(got, expected):
+            continue
+        wrong = _wrong_axis(state, outputs)
+        if wrong is not None and _close(got, wrong):
+            raise CheckFailed("with a source as long as the states are wide (4 and 4) your "
+                              f"energies mix up positions and coordinates: {TRANSPOSE_HINT}")
+        if _close(got, expected / math.sqrt(d)):
+            raise CheckFailed("your energies are divided by sqrt(d): that is the scaled score "
+                              "of Part 2; Part 1 is the plain dot product s^T h_j")
+        raise CheckFailed(f"energies differ from s^T h_j on a batch of {batch} sources of "
+                          f"{src_len} positions with states of {d}: each energy is the sum "
+                          "over coordinates of the state times one encoder output")
+    return "s^T h_j for every position, on fresh inputs of two shapes"
+
+
+# ------------------------------------------------------------------------------ scaled dot
+
+
+@EXERCISE.check("scaled_dot", points=2, target="ScaledDotScore")
+def check_scaled_dot(student_class: Callable) -> str:
+    cls = _class_of(student_class, "ScaledDotScore", DotAttention)
+    if issubclass(cls, ScaledDotAttention):  # pragma: no cover - caught above (a DotAttention)
+        raise CheckFailed("ScaledDotScore must not subclass the library's ScaledDotAttention")
+    seed = secrets.randbelow(2**31)
+    for batch, src_len, d in _CASES:
+        module = _build(cls, "ScaledDotScore", d, d)
+        state, outputs = _inputs(batch, src_len, d, d, seed + 1)
+        dot = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
+        expected = dot / math.sqrt(d)
+        got = _energies(module, "ScaledDotScore", state, outputs)
+        mask = torch.ones(batch, src_len, dtype=torch.bool)
+        mask[0, src_len - 2:] = False  # a padded sentence too
+        try:
+            with torch.no_grad():
+                context, weights = module(state, outputs, mask)
+        except (NotImplementedError, CheckFailed):
+            raise
+        except Exception as error:
+            raise CheckFailed(f"the whole attention step (`module(state, encoder_outputs, "
+                              f"mask)`) raised {type(error).__name__}: {error}") from None
+        weights = _tensor(weights, "the attention step's weights", (batch, src_len))
+        context = _tensor(context, "the attention step's context", (batch, d))
+        right = torch.softmax(expected.masked_fill(~mask, float("-inf")), dim=-1)
+        unscaled = torch.softmax(dot.masked_fill(~mask, float("-inf")), dim=-1)
+        if _close(weights, unscaled / math.sqrt(d)):
+            raise CheckFailed("you scaled the weights, after the softmax, so they no longer sum "
+                              "to 1: scale the scores (the energies), before the softmax; that "
+                              "is what keeps the softmax from saturating")
+        if _close(got, dot) and _close(weights, unscaled):
+            raise CheckFailed("the energies are not scaled: divide s^T h_j by sqrt(d), the "
+                              "square root of the size of the vectors")
+        if _close(got, dot / d):
+            raise CheckFailed("the energies are divided by d: divide by its square root")
+        if _close(got, dot * math.sqrt(d)):
+            raise CheckFailed("the energies are multiplied by sqrt(d): divide by it")
+        if src_len != d and _close(got, dot / math.sqrt(src_len)):
+            raise CheckFailed("the energies are divided by the square root of the source "
+                              "length; d is the size of the vectors (`self.key_dim`)")
+        wrong = _wrong_axis(state, outputs)
+        if wrong is not None and (_close(got, wrong / math.sqrt(d)) or _close(got, wrong)):
+            raise CheckFailed("with a source as long as the states are wide (4 and 4) your "
+                              f"energies mix up positions and coordinates: {TRANSPOSE_HINT}")
+        if not _close(got, expected):
+            raise CheckFailed(f"energies differ from s^T h_j / sqrt(d) on a batch of {batch} "
+                              f"sources of {src_len} positions with states of {d}")
+        if not _close(weights, right):
+            raise CheckFailed("the energies are right, but the attention step's weights are "
+                              "not their softmax over the real positions: do not override "
+                              "`attend` or `forward`, the interface does that part")
+        if not _close(context, torch.bmm(right.unsqueeze(1), outputs.masked_fill(
+                ~mask.unsqueeze(-1), 0.0)).squeeze(1)):
+            raise CheckFailed("energies and weights are right, but the context is not "
+                              "sum_j alpha_j h_j: scaling belongs to the scores only")
+    return "s^T h_j / sqrt(d), before the softmax, on fresh inputs of two shapes"
+
+
+# ------------------------------------------------------------------------------ general
+
+
+@EXERCISE.check("general", points=3, target="GeneralScore")
+def check_general(student_class: Callable) -> str:
+    cls = _class_of(student_class, "GeneralScore", GeneralAttention)
+    seed = secrets.randbelow(2**31)
+    recomputed = False
+    calls: list[int] = []  # one entry per call of the student's W
+    for batch, src_len, (encoder_dim, decoder_dim) in [(3, 5, (6, 4)), (2, 5, (5, 5))]:
+        module = _build(cls, "GeneralScore", encoder_dim, decoder_dim)
+        torch.manual_seed(seed)
+        library = GeneralAttention(encoder_dim, decoder_dim)
+        try:
+            module.load_state_dict(library.state_dict())
+        except RuntimeError as error:
+            raise CheckFailed("the check's W does not load into your module: keep the "
+                              "constructor the exercise gives (`self.W = nn.Linear(encoder_dim, "
+                              f"decoder_dim, bias=False)`) ({str(error).splitlines()[0]})"
+                              ) from None
+        state, outputs = _inputs(batch, src_len, encoder_dim, decoder_dim, seed + 2)
+        W = library.W.weight.detach()  # (decoder_dim, encoder_dim): W h_j has decoder_dim
+        expected = torch.einsum("bd,de,bte->bt", state, W, outputs)
+        try:
+            got = _energies(module, "GeneralScore", state, outputs)
+        except CheckFailed as failed:
+            if encoder_dim != decoder_dim and "cannot be multiplied" in failed.message:
+                raise CheckFailed("W is applied to something of the wrong size: it maps an "
+                                  f"encoder output ({encoder_dim} numbers) to the decoder's "
+                                  f"size ({decoder_dim}), so it belongs on h_j: the keys are "
+                                  "W h_j, computed in `project_keys`, and the energy is "
+                                  f"s^T (W h_j). ({failed.message})") from None
+            raise
+        if not _close(got, expected):
+            if encoder_dim == decoder_dim and _close(
+                    got, torch.einsum("bd,ed,bte->bt", state, W, outputs)):
+                raise CheckFailed("W is on the wrong side: you computed (W s)^T h_j = "
+                                  "s^T W^T h_j; the general score is s^T (W h_j), with W "
+                                  "applied to the encoder outputs (the keys)")
+            wrong = _wrong_axis(state, torch.einsum("de,bte->btd", W, outputs))
+            if wrong is not None and _close(got, wrong):
+                raise CheckFailed(f"your energies mix up positions and coordinates: "
+                                  f"{TRANSPOSE_HINT}")
+            raise CheckFailed(f"energies differ from s^T W h_j on a batch of {batch} sources "
+                              f"of {src_len} positions (encoder outputs of {encoder_dim}, "
+                              f"states of {decoder_dim})")
+        # the keys once per sentence: the decoder's steps call only `energies`
+        W_layer = getattr(module, "W", None)
+        if not isinstance(W_layer, torch.nn.Module):  # pragma: no cover - the weights loaded
+            raise CheckFailed("GeneralScore has no layer `self.W`: keep the given constructor")
+        hook = W_layer.register_forward_hook(lambda *_: calls.append(1))
+        try:
+            with torch.no_grad():
+                keys = module.project_keys(outputs)
+                before = len(calls)
+                module.energies(state, keys)
+        finally:
+            hook.remove()
+        if len(calls) > before:
+            recomputed = True
+    if recomputed:
+        raise CheckFailed("the energies are right, but `energies` applies W at every decoder "
+                          "step: W h_j does not depend on the step, so compute it once per "
+                          "sentence in `project_keys` and let `energies` use the keys",
+                          points=2)
+    return "s^T W h_j, with the keys W h_j computed once per sentence, on fresh inputs"
+
+
+EXERCISE.manual_question(
+    "experiment", points=3,
+    prompt="Notebook 6's experiments: which differences between scores or orders are larger "
+           "than the spread between seeds, and what would it take to claim that one score "
+           "translates better than another?")
+
+
+# ------------------------------------------------------------------------------ training
+
+
+def score_to_train(student_class: object) -> type[Attention]:
+    """The student's ``GeneralScore`` once it passes its check, else the library's
+    :class:`~course_utils.scores.GeneralAttention` (printing which), for Part 4's model."""
+    result = check_general(student_class)
+    if result.passed:
+        print("Part 4 trains with your GeneralScore")
+        return student_class  # type: ignore[return-value]
+    print("Part 4 trains with the library's GeneralAttention until your GeneralScore passes "
+          "its check")
+    return GeneralAttention
