@@ -376,7 +376,7 @@ def test_lines_written_to_the_workers_stdout_are_not_results(tmp_path, sandbox):
 
 @pytest.mark.parametrize("exercise_id, stem", [
     ("E10.1", "E10.1-attention-by-hand"), ("E10.2", "E10.2-vanilla-vs-attention"),
-    ("E10.3", "E10.3-reading-attention-heatmaps")])
+    ("E10.3", "E10.3-reading-attention-heatmaps"), ("E10.4", "E10.4-dot-and-general-scores")])
 def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, stem):
     from helpers import judged_by_grader, notebook_functions
 
@@ -391,5 +391,7 @@ def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, s
         assert judged_by_grader(check, solution.get(check.target)).passed, check.name
         result = judged_by_grader(check, untouched.get(check.target))
         assert result.points == 0 and result.message == NOT_IMPLEMENTED, check.name
-    assert [c.name for c in exercise.checks.values() if c.in_kernel] == (
-        ["vanilla_context", "vanilla_step"] if exercise_id == "E10.2" else [])
+    in_kernel = {"E10.2": ["vanilla_context", "vanilla_step"],
+                 "E10.4": ["dot", "scaled_dot", "general"]}
+    assert [c.name for c in exercise.checks.values() if c.in_kernel] == in_kernel.get(
+        exercise_id, [])

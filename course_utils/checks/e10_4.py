@@ -16,6 +16,10 @@ Named hints: a missing transpose (a product over the wrong axis), scaling by ``d
 source length instead of ``sqrt(d)``, scaling the weights instead of the scores, general's
 matrix on the wrong side, and the keys recomputed at every decoder step. A class that reuses the
 library's score modules (:mod:`course_utils.scores`) earns no points.
+
+Under ``course-grade`` all three parts are judged in the student's kernel (``in_kernel``), as
+E10.2's decoder parts are: their input is the student's *class*, built and run on tensors there.
+The grader clamps their points to each part's maximum; see the README.
 """
 
 from __future__ import annotations
@@ -149,7 +153,7 @@ def _wrong_axis(state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor | No
 # ------------------------------------------------------------------------------ dot
 
 
-@EXERCISE.check("dot", points=2, target="DotScore")
+@EXERCISE.check("dot", points=2, target="DotScore", in_kernel=True)
 def check_dot(student_class: Callable) -> str:
     cls = _class_of(student_class, "DotScore", DotAttention)
     seed = secrets.randbelow(2**31)
@@ -176,7 +180,7 @@ def check_dot(student_class: Callable) -> str:
 # ------------------------------------------------------------------------------ scaled dot
 
 
-@EXERCISE.check("scaled_dot", points=2, target="ScaledDotScore")
+@EXERCISE.check("scaled_dot", points=2, target="ScaledDotScore", in_kernel=True)
 def check_scaled_dot(student_class: Callable) -> str:
     cls = _class_of(student_class, "ScaledDotScore", DotAttention)
     if issubclass(cls, ScaledDotAttention):  # pragma: no cover - caught above (a DotAttention)
@@ -237,7 +241,7 @@ def check_scaled_dot(student_class: Callable) -> str:
 # ------------------------------------------------------------------------------ general
 
 
-@EXERCISE.check("general", points=3, target="GeneralScore")
+@EXERCISE.check("general", points=3, target="GeneralScore", in_kernel=True)
 def check_general(student_class: Callable) -> str:
     cls = _class_of(student_class, "GeneralScore", GeneralAttention)
     seed = secrets.randbelow(2**31)
