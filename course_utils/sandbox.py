@@ -86,6 +86,24 @@ def _loopback_up() -> None:
         fcntl.ioctl(sock, 0x8914, struct.pack("16sH", b"lo", 0x1 | 0x8 | 0x40))
 
 
+def kept_under_tmp(paths: Iterable[str | Path], tmp: str | Path = "/tmp") -> list[Path]:
+    """The outermost of ``paths`` that lie inside ``tmp``: the folders the new, empty ``/tmp``
+    would otherwise hide although a kernel needs them (a course or a virtual environment
+    checked out under ``/tmp``). They are put back read-only."""
+    base = Path(tmp).resolve()
+    found = sorted({q for q in (Path(p).resolve() for p in paths)
+                    if q != base and q.is_relative_to(base) and q.is_dir()})
+    return [q for q in found if not any(q != r and q.is_relative_to(r) for r in found)]
+
+
+def _needed() -> list[Path]:
+    """What a kernel started from this Python needs to read: the course and the Python."""
+    import sys
+
+    return [Path(__file__).resolve().parents[1], Path(sys.prefix), Path(sys.exec_prefix),
+            Path(sys.base_prefix), Path(sys.executable).resolve().parent]
+
+
 def enter(hide: Iterable[str | Path]) -> Path:
     """Inside the namespaces of :func:`wrap`: make every mount read-only, give this process a
     private writable ``/tmp``, hide the folders in ``hide``, bring the loopback up. Returns an
@@ -106,7 +124,16 @@ def enter(hide: Iterable[str | Path]) -> Path:
             except OSError:
                 continue  # hidden under another mount
             _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+        # folders under /tmp that the kernel needs (the course, its Python) are held open,
+        # then bound back read-only on top of the new, empty /tmp
+        held = [(path, os.open(path, os.O_PATH | os.O_DIRECTORY),
+                 os.statvfs(path).f_flag & _KEPT) for path in kept_under_tmp(_needed())]
         _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "size=1g,mode=0700")
+        for path, fd, kept in held:
+            path.mkdir(parents=True, exist_ok=True)
+            _mount(f"/proc/self/fd/{fd}", str(path), None, MS_BIND | MS_REC)
+            _mount(None, str(path), None, MS_REMOUNT | MS_BIND | MS_RDONLY | kept)
+            os.close(fd)
         for folder in hide:
             if Path(folder).is_dir():
                 _mount("tmpfs", str(folder), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV,

@@ -395,3 +395,18 @@ def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, s
                  "E10.4": ["dot", "scaled_dot", "general"]}
     assert [c.name for c in exercise.checks.values() if c.in_kernel] == in_kernel.get(
         exercise_id, [])
+
+
+def test_folders_a_kernel_needs_under_tmp_are_kept_outermost_only(tmp_path):
+    from course_utils.sandbox import kept_under_tmp
+
+    course = tmp_path / "course"
+    (course / ".venv" / "bin").mkdir(parents=True)
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    outside = tmp_path.parent  # the base itself is never "kept"
+    found = kept_under_tmp([course / ".venv", course, course / ".venv" / "bin", other, outside,
+                            tmp_path / "missing"], tmp=outside)
+    assert found == sorted([course.resolve(), other.resolve()])
+    assert kept_under_tmp([course, course / ".venv"], tmp=tmp_path) == [course.resolve()]
+    assert kept_under_tmp([tmp_path / "missing", tmp_path], tmp=tmp_path) == []
