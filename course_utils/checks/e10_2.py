@@ -308,11 +308,12 @@ def check_vanilla_step(decoder_class: type) -> str:
             raise CheckFailed("right state and context, but the vanilla decoder has no "
                               "attention weights: return None as the third value", points=1)
         logits, _ = call_student(model, src, lengths, tgt_in, given=given)
-        tokens = call_student(lambda: model.greedy_decode(src, lengths, max_len=8).tokens,
-                              given=f"{_GIVEN}, decoded greedily")
-        # the same decoder on a smaller batch: a step that keeps anything of its own between
-        # calls (a cached context, a counter) shows here, whatever the random inputs
+        # greedy decoding drops finished sentences from the batch, and the same decoder then
+        # runs on a smaller batch: a step that keeps anything of its own between calls (a
+        # cached context, a counter) shows here, whatever the random inputs
         try:
+            tokens = call_student(lambda: model.greedy_decode(src, lengths, max_len=8).tokens,
+                                  given=f"{_GIVEN}, decoded greedily")
             got_few, _ = call_student(model, *few_batch, given="a second batch of 2 sentences")
         except CheckFailed as failed:
             raise CheckFailed(f"{failed.message}. The first batch worked, so `step` seems to keep "
