@@ -202,6 +202,28 @@ def _cell(interval: Interval | None, sign: bool = False) -> str:
     return interval.format(sign)
 
 
+def _comparison_models(hypotheses: Mapping[str, Sequence[str]], n: int, baseline: str | None,
+                       confidence: float, resamples: int) -> tuple[tuple[str, ...], str]:
+    """The checks :func:`compare_by_length` and :func:`compare_bleu` share: the model names
+    and the baseline, or a ValueError naming what is wrong."""
+    if not hypotheses:
+        raise ValueError("hypotheses must map at least one model name to its outputs")
+    for model, outputs in hypotheses.items():
+        if len(outputs) != n:
+            raise ValueError(f"model {model!r} has {len(outputs)} hypotheses for {n} references")
+    if n == 0:
+        raise ValueError("no sentences to score")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence}")
+    if int(resamples) < 1:
+        raise ValueError(f"resamples must be at least 1; got {resamples}")
+    models = tuple(hypotheses)
+    baseline = models[0] if baseline is None else baseline
+    if baseline not in hypotheses:
+        raise ValueError(f"baseline {baseline!r} is not one of the models {list(models)}")
+    return models, baseline
+
+
 def compare_by_length(
     hypotheses: Mapping[str, Sequence[str]],
     references: Sequence[str],
@@ -223,24 +245,10 @@ def compare_by_length(
     relative drop from the shortest to the longest bucket, ``100 * (1 - long / short)``, and
     how much larger the gain is on long sentences than on short ones.
     """
-    if not hypotheses:
-        raise ValueError("hypotheses must map at least one model name to its outputs")
     n = len(references)
-    if len(source_lengths) != n:
+    if hypotheses and len(source_lengths) != n:
         raise ValueError(f"{len(source_lengths)} source lengths for {n} references")
-    for model, outputs in hypotheses.items():
-        if len(outputs) != n:
-            raise ValueError(f"model {model!r} has {len(outputs)} hypotheses for {n} references")
-    if n == 0:
-        raise ValueError("no sentences to score")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence}")
-    if int(resamples) < 1:
-        raise ValueError(f"resamples must be at least 1; got {resamples}")
-    models = tuple(hypotheses)
-    baseline = models[0] if baseline is None else baseline
-    if baseline not in hypotheses:
-        raise ValueError(f"baseline {baseline!r} is not one of the models {list(models)}")
+    models, baseline = _comparison_models(hypotheses, n, baseline, confidence, resamples)
 
     bleu = BLEU(lowercase=lowercase)
     rng = np.random.default_rng(seed)
@@ -345,22 +353,8 @@ def compare_bleu(
     replacement ``resamples`` times and every model is scored on the same resample, as
     ``sacrebleu --paired-bs`` does. A gain whose interval leaves out 0 is more than the luck of
     which sentences were in the test set; it says nothing about the luck of training (seeds)."""
-    if not hypotheses:
-        raise ValueError("hypotheses must map at least one model name to its outputs")
     n = len(references)
-    for model, outputs in hypotheses.items():
-        if len(outputs) != n:
-            raise ValueError(f"model {model!r} has {len(outputs)} hypotheses for {n} references")
-    if n == 0:
-        raise ValueError("no sentences to score")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be between 0 and 1 (e.g. 0.95); got {confidence}")
-    if int(resamples) < 1:
-        raise ValueError(f"resamples must be at least 1; got {resamples}")
-    models = tuple(hypotheses)
-    baseline = models[0] if baseline is None else baseline
-    if baseline not in hypotheses:
-        raise ValueError(f"baseline {baseline!r} is not one of the models {list(models)}")
+    models, baseline = _comparison_models(hypotheses, n, baseline, confidence, resamples)
     bleu = BLEU(lowercase=lowercase)
     picks = np.random.default_rng(seed).integers(0, n, size=(int(resamples), n))
     tail = 100 * (1 - confidence) / 2
