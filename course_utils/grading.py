@@ -33,9 +33,9 @@ whose tag is printed twice scores 0. The worker forwards each probe's raw data o
 pipe, which this process reads to the end (until the worker's whole process tree is gone)
 before any part is judged. The judge recomputes every expected answer here, with the course's
 reference code, on the same inputs; decodes results strictly; never takes points from the
-kernel; clamps; ignores unknown parts. Exception: parts marked ``in_kernel`` (E10.2's
-``vanilla_context`` and ``vanilla_step``, whose input is the student's class run as a model)
-are still decided in the kernel and only clamped here.
+kernel; clamps; ignores unknown parts. Parts whose input is the student's class (E10.2's
+decoder, E10.4's scores) are no exception: their ``adapt`` runs the class in the kernel on the
+run's inputs and reports plain arrays, judged here like any function's results.
 """
 
 from __future__ import annotations
@@ -115,6 +115,9 @@ def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str) -> str:
 
 
 MESSAGE_CHARS = 400  # a check's message or a note, at most: a 5 MB exception makes no 5 MB file
+PROBE_BYTES = 4_000_000  # one part's raw results, at most: more is not an answer to any check
+NOTES = 30  # notes kept per submission (a notebook of 10,000 failing cells makes no 10,000)
+REPORT_BYTES = 64_000_000  # all a worker may report; the rest is read and dropped
 _EXERCISE_TITLE = re.compile(r"#\s*Exercise\s+(E\d+\.\d+)")
 
 
@@ -214,7 +217,13 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
             text = "".join(o.get("text", "") for o in cell.get("outputs", [])
                            if o.get("output_type") == "stream")
             lines = [line for line in text.splitlines() if line.startswith(tag)]
-            if len(lines) == 1:  # a second line with the tag was printed by the student's code
+            if len(lines) == 1 and len(lines[0]) > PROBE_BYTES:
+                notes.append(f"part {part!r}: `{target}` returned results of "
+                             f"{len(lines[0]) / 1e6:.0f} MB, more than the "
+                             f"{PROBE_BYTES / 1e6:.0f} MB a part may report: it scores 0")
+                parts.append({"name": part, "probe": None})
+                report(PART + json.dumps(parts[-1]))
+            elif len(lines) == 1:  # a second line with the tag was printed by the student's code
                 try:
                     raw = json.loads(lines[0][len(tag):])
                 except ValueError:
@@ -259,18 +268,26 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
     except DeadKernelError:
         # a limit that was hit first explains the death; otherwise the kernel crashed
         return {"status": status if status in ("memory", "timeout") else "crashed",
-                "notes": [*notes, "the kernel died (os._exit, a crash, or the memory limit) "
-                          "before grading finished"], "checks": parts}
+                "notes": _few([*notes, "the kernel died (os._exit, a crash, or the memory "
+                               "limit) before grading finished"])}
     except Exception as error:
-        return {"status": "crashed", "notes": [*notes, f"{type(error).__name__}: {error}"[:300]],
-                "checks": parts}
+        return {"status": "crashed",
+                "notes": _few([*notes, f"{type(error).__name__}: {error}"[:300]])}
     if not parts:
         if status in ("memory", "timeout"):  # the limit that was hit explains the rest
-            return {"status": status, "notes": [*notes, f"after that ({status} limit), the "
-                                                "checks could not run in this kernel"]}
-        return {"status": "crashed", "notes": [*notes, "the checks could not run in this "
-                                               "notebook's kernel"]}
-    return {"status": status, "notes": notes, "checks": parts}
+            return {"status": status, "notes": _few([*notes, f"after that ({status} limit), "
+                                                     "the checks could not run in this kernel"])}
+        return {"status": "crashed", "notes": _few([*notes, "the checks could not run in this "
+                                                    "notebook's kernel"])}
+    return {"status": status, "notes": _few(notes)}  # the parts went out one by one, above
+
+
+def _few(notes: list[str]) -> list[str]:
+    """At most :data:`NOTES` notes, the last (why the run ended) always among them."""
+    if len(notes) <= NOTES:
+        return notes
+    return [*notes[:NOTES - 2], f"... and {len(notes) - NOTES + 1:,} more notes like these",
+            notes[-1]]
 
 
 def _limit_memory(memory_mb: int):
@@ -405,14 +422,23 @@ _running_lock = threading.Lock()
 _stopping = threading.Event()
 
 
-def _minimal_env() -> dict[str, str]:
+def _minimal_env(threads: int = 1) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k in _PASSED_ON}
     env.update(MPLBACKEND="Agg", PYTHONNOUSERSITE="1", PYTHONDONTWRITEBYTECODE="1",
                # Smoke-test scale: the checks call the student's functions on their own
                # inputs, so a notebook's training (E10.2 trains two models) need not run at
                # full size.
-               COURSE_QUICK="1")
+               COURSE_QUICK="1",
+               # The cores shared between the notebooks graded at once: kernels that each
+               # start a thread per core slow each other down many times over (OpenMP
+               # threads wait for cores another kernel holds).
+               OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     return env
+
+
+def kernel_threads(jobs: int) -> int:
+    """Threads per kernel when ``jobs`` notebooks are graded at once: the cores, shared."""
+    return max(1, (os.cpu_count() or 1) // max(1, jobs))
 
 
 def hidden_folders(submissions: Path, out: Path) -> list[str]:
@@ -429,7 +455,8 @@ def hidden_folders(submissions: Path, out: Path) -> list[str]:
 
 
 def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
-              sandbox: str | None = None, hide: list[str] | None = None) -> GradeResult:
+              sandbox: str | None = None, hide: list[str] | None = None,
+              threads: int = 1) -> GradeResult:
     """Grade one submission in a fresh kernel, in a private temporary folder; with ``sandbox``
     (``"unshare"``) inside its own namespaces, with the folders in ``hide`` out of sight."""
     student = path.stem
@@ -451,7 +478,7 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
         try:
             process = subprocess.Popen(
                 [*command, str(write_end)], cwd=folder, stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL, stdin=subprocess.PIPE, env=_minimal_env(),
+                stderr=subprocess.DEVNULL, stdin=subprocess.PIPE, env=_minimal_env(threads),
                 start_new_session=True, pass_fds=(write_end,),
                 preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
             )
@@ -465,7 +492,8 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
         except OSError:
             pass  # the worker is already gone: its (missing) report says so
         chunks: list[bytes] = []
-        reader = threading.Thread(target=_drain, args=(read_end, chunks), daemon=True)
+        reader = threading.Thread(target=_drain, args=(read_end, chunks, REPORT_BYTES),
+                                  daemon=True)
         reader.start()
         with _running_lock:
             _running.add(process)
@@ -539,11 +567,15 @@ def _add_parts(result: GradeResult, exercise_id: str, lines: list[str],
         result.messages[name] = _cut(message)
 
 
-def _drain(fd: int, chunks: list[bytes]) -> None:
-    """Read the worker's report pipe until every writer has closed it (the worker is gone)."""
+def _drain(fd: int, chunks: list[bytes], limit: int) -> None:
+    """Read the worker's report pipe until every writer has closed it (the worker is gone),
+    keeping at most ``limit`` bytes of it (the worker caps what it reports far below that)."""
+    kept = 0
     with os.fdopen(fd, "rb") as pipe:
         while chunk := pipe.read1(65536):
-            chunks.append(chunk)
+            if kept < limit:
+                chunks.append(chunk[:limit - kept])
+                kept += len(chunks[-1])
 
 
 def _cut(text: object, limit: int = MESSAGE_CHARS) -> str:
@@ -621,8 +653,9 @@ def grade_folder(
 
     _stopping.clear()
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    threads = kernel_threads(min(jobs, len(to_grade)))
     try:
-        futures = {pool.submit(grade_one, path, exercise_id, limits, sandbox, hide):
+        futures = {pool.submit(grade_one, path, exercise_id, limits, sandbox, hide, threads):
                    (student, digest) for student, path, digest in to_grade}
         for future in tqdm(as_completed(futures), total=len(futures), disable=not progress,
                            desc=f"grading {exercise_id}", unit="notebook"):

@@ -125,8 +125,10 @@ def plot_attention(
                                    linewidth=2.0, zorder=4))
     ax.set_xlabel("source position j")
     ax.set_ylabel("output step i")
-    # a long title (such as a whole translation) wraps to the heatmap's width
-    ax.set_title(textwrap.fill(title, width=max(32, int(4.2 * src_len))))
+    # a long title (such as a whole translation) wraps to the heatmap's width; line breaks the
+    # caller wrote are kept
+    width = max(32, int(4.2 * src_len))
+    ax.set_title("\n".join(textwrap.fill(line, width=width) for line in title.splitlines()))
     longest = max((len(str(t)) for t in source_tokens), default=0) if source_tokens else 0
     upright = src_len > 10 or longest > 5  # long words would collide side by side
     ax.tick_params(axis="x", labelrotation=90 if upright else 0,

@@ -228,8 +228,12 @@ def backward_first(self, state, memory):
     (None, 0, "does not define `context`"),
 ])
 def test_context_mistakes_get_their_named_hints(context, points, expected):
-    result = checks.check_vanilla_context(decoder(context=context))
+    cls = decoder(context=context)
+    result = checks.check_vanilla_context(cls)
     assert result.points == points and expected in result.message, result.message
+    # under course-grade: the class runs in the kernel, the grader decides; the same verdict
+    graded = judged_by_grader(checks.check_vanilla_context, cls, seed=5)
+    assert (graded.points, graded.message) == (result.points, result.message)
 
 
 def swapped(self, embedded, state, memory):
@@ -269,13 +273,42 @@ def keeps_a_counter(self, embedded, state, memory):  # right once, wrong over a 
     (None, "does not define `step`"),
 ])
 def test_step_mistakes_get_their_named_hints(step, expected):
-    result = checks.check_vanilla_step(decoder(step=step))
+    cls = decoder(step=step)
+    result = checks.check_vanilla_step(cls)
     assert result.passed == (step is right_step) and expected in result.message, result.message
+    graded = judged_by_grader(checks.check_vanilla_step, decoder(step=step), seed=6)
+    assert (graded.points, graded.message) == (result.points, result.message)
 
 
 def test_the_step_is_judged_on_its_own_when_the_context_is_wrong():
-    result = checks.check_vanilla_step(decoder(context=last_real))
-    assert result.passed and "judged with a right context standing in for yours" in result.message
+    for result in (checks.check_vanilla_step(decoder(context=last_real)),
+                   judged_by_grader(checks.check_vanilla_step, decoder(context=last_real))):
+        assert result.passed and "right context standing in for yours" in result.message
+
+
+def test_the_grader_takes_only_arrays_that_fit_this_runs_model():
+    import json
+
+    check = checks.check_vanilla_step
+    raw = json.loads(json.dumps(check.probe(decoder(), 3)))
+    assert check.judge(raw, 3).passed
+    assert check.judge(raw, 4).points == 0  # another run's seed: the record does not fit
+
+    def forge(path, change):
+        copy = json.loads(json.dumps(raw))
+        node = copy["calls"][0]["result"]
+        for key in path:  # dicts are recorded as [key, value] pairs
+            node = next(v for k, v in node["v"] if k["v"] == key)
+        change(node)
+        return check.judge(copy, 3)
+
+    def nudge(node):
+        node["v"][0][0][0] += 0.5  # one logit of the first sentence
+
+    assert forge(["own", "logits"], nudge).points == 0
+    assert forge(["own", "tokens"], lambda node: node["v"].reverse()).points == 0
+    claims = dict(raw, points=2, message="forged", calls=[])
+    assert check.judge(claims, 3).points == 0
 
 
 def test_a_stateful_decoder_fails_every_time_not_by_chance():

@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import ROOT, notebook_functions
+from helpers import ROOT, judged_by_grader, notebook_functions
 from torch import nn
 
 from course_utils.attention import Attention
@@ -208,3 +208,42 @@ def test_score_to_train_falls_back_to_the_library_until_the_check_passes(capsys)
     assert e10_4.score_to_train(General) is General
     assert e10_4.score_to_train(EveryStep) is GeneralAttention  # 2 of 3: not passed
     assert "library's GeneralAttention" in capsys.readouterr().out
+
+
+# Every class above, judged as `course-grade` judges it (the kernel runs the adapted class on
+# this run's inputs; the grader decides) and as the notebook does: the same verdict.
+STUDENTS = [
+    ("dot", Dot), ("dot", Scaled), ("dot", NoTranspose), ("dot", NoTransposeMatmul),
+    ("dot", UsesLibrary), ("dot", None), ("scaled_dot", Scaled), ("scaled_dot", Unscaled),
+    ("scaled_dot", ScaledByD), ("scaled_dot", ScaledBySourceLength),
+    ("scaled_dot", ScaledWeights), ("scaled_dot", ScaledContext), ("general", General),
+    ("general", WrongSide), ("general", EveryStep), ("general", WithBias),
+    ("general", SubclassesLibrary),
+]
+
+
+@pytest.mark.parametrize("part, cls", STUDENTS)
+def test_the_grader_judges_each_class_outside_the_kernel_with_the_notebooks_verdict(part, cls):
+    check = e10_4.EXERCISE.checks[part]
+    assert check.adapt is not None
+    in_notebook, graded = check(cls), judged_by_grader(check, cls, seed=7)
+    assert (graded.points, graded.message) == (in_notebook.points, in_notebook.message)
+
+
+def test_a_forged_record_earns_nothing():
+    import json
+
+    check = e10_4.EXERCISE.checks["dot"]
+    raw = json.loads(json.dumps(check.probe(Dot, 11)))
+    assert check.judge(raw, 11).passed
+    assert check.judge(raw, 12).points == 0  # another run's inputs: the record does not fit
+    forged = json.loads(json.dumps(raw))
+    energies = forged["calls"][0]["result"]["v"][0][1]  # the first call's energies
+    energies["v"][0][0] += 1.0
+    assert check.judge(forged, 11).points == 0
+    points = json.loads(json.dumps(raw))
+    points["points"] = 2  # a kernel that claims its points is not listened to
+    points["calls"] = []
+    assert check.judge(points, 11).points == 0
+    refused = check.judge({"refused": "x" * 1000}, 11)
+    assert refused.points == 0 and len(refused.message) <= 1000

@@ -40,6 +40,14 @@ def test_heatmap_has_token_labels_and_returns_the_figure():
     assert "0.90" in [t.get_text() for t in ax.texts]  # small matrices are annotated
 
 
+def test_heatmap_title_keeps_the_callers_line_breaks_and_wraps_long_lines():
+    fig = plot_attention(np.eye(3), title="dot, luong\nalignment 0.99")
+    assert fig.axes[0].get_title() == "dot, luong\nalignment 0.99"
+    long = " ".join(["word"] * 30)  # a whole translation as the title
+    lines = plot_attention(np.eye(3), title=long).axes[0].get_title().splitlines()
+    assert len(lines) > 1 and " ".join(lines) == long
+
+
 def test_heatmap_rejects_labels_of_the_wrong_length():
     with pytest.raises(ValueError, match=r"source_tokens must have one label per column \(2\); got 3"):
         plot_attention(np.eye(2), ["a", "b", "c"])

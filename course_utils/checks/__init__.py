@@ -21,6 +21,11 @@ student's function only through the function it is given, draws random inputs wi
 :func:`~course_utils.checks.probes.fresh_seed`, and computes an expected answer only after the
 student's function has returned it.
 
+A part whose input is the student's *class* rather than a function (E10.2's decoder, E10.4's
+scores) names an ``adapt``: in the kernel it turns the class into a function of plain data
+(sizes and arrays in, arrays out) that builds and runs the student's module, and the body is
+written against that function, so that it too is judged in the grader.
+
 Each exercise is an :class:`Exercise` that registers its checks and its manually graded
 questions; :func:`get_exercise` finds it by id (``"E10.1"``), and
 :meth:`Exercise.grade` runs every check against a notebook's namespace.
@@ -115,10 +120,12 @@ class Check:
     target: str  # the name of the student's function in the notebook
     body: Callable[[Callable], str | None]
     own_work: tuple[str, ...] = ()
-    #: Judged in the student's kernel (points reported from there, clamped by the grader)
-    #: rather than by :meth:`judge` in the grader: parts whose inputs are the student's own
-    #: classes or trained models, which cannot travel as data.
-    in_kernel: bool = False
+    #: For a part whose input is the student's class: ``adapt(cls)`` returns a function of
+    #: plain data (numbers and arrays in; arrays, numbers, strings, dicts of them out) that
+    #: builds and runs the student's module; the body calls that function. ``adapt`` raises
+    #: :class:`CheckFailed` when the class cannot be used at all (the part then scores 0).
+    #: The adapted function runs in the kernel; its results are judged like any function's.
+    adapt: Callable[[object], Callable] | None = None
 
     def _result(self, points: float, message: str) -> CheckResult:
         return CheckResult(self.exercise, self.name, points, self.points, message)
@@ -132,7 +139,12 @@ class Check:
                 0.0,
                 f"expected the function `{self.target}`; got a {type(student_fn).__name__}",
             )
-        if self.own_work:
+        if self.adapt is not None:
+            try:
+                student_fn = self.adapt(student_fn)
+            except CheckFailed as failed:
+                return result(0.0, failed.message)
+        elif self.own_work:
             used = references_to(student_fn, self.own_work)
             if used:
                 return result(0.0, self._not_own_work(used[0]))
@@ -147,17 +159,19 @@ class Check:
     def probe(self, student_fn: object, seed: int | None) -> dict:
         """Kernel side: run the body on this run's inputs (from ``seed``) with ``student_fn``
         recorded, and return only raw data: what was defined, whether the function used the
-        reference, and each call's result. For an ``in_kernel`` part, its points too."""
+        reference, and each call's result. Never a verdict: no points, no message."""
         from course_utils.checks.probes import recording, run_seed
 
-        if self.in_kernel:
-            with run_seed(seed):
-                return self(student_fn).to_dict()
         if student_fn is None:
             return {"defined": "missing"}
         if not callable(student_fn):
             return {"defined": "not callable", "type": type(student_fn).__name__[:80]}
-        if self.own_work:
+        if self.adapt is not None:
+            try:
+                student_fn = self.adapt(student_fn)
+            except CheckFailed as failed:
+                return {"refused": str(failed.message)[:1000]}
+        elif self.own_work:
             used = references_to(student_fn, self.own_work)
             if used:
                 return {"own_work": str(used[0])[:300]}
@@ -176,19 +190,13 @@ class Check:
 
         if not isinstance(raw, dict):
             return self._result(0.0, "the kernel reported no result for this part")
-        if self.in_kernel:
-            try:
-                points = float(raw["points"])
-            except (KeyError, TypeError, ValueError):
-                points = 0.0
-            points = min(max(points, 0.0), self.points) if points == points and abs(
-                points) != float("inf") else 0.0
-            return self._result(points, str(raw.get("message", ""))[:400])
         if raw.get("defined") == "missing":
             return self(None)
         if raw.get("defined") == "not callable":
             return self._result(0.0, f"expected the function `{self.target}`; got a "
                                      f"{str(raw.get('type', 'value'))[:80]}")
+        if raw.get("refused"):  # the class could not be used: only ever 0 points
+            return self._result(0.0, str(raw["refused"])[:1000])
         if raw.get("own_work"):
             return self._result(0.0, self._not_own_work(str(raw["own_work"])[:300]))
         problems: list[str] = []
@@ -254,13 +262,13 @@ class Exercise:
     manual: dict[str, ManualQuestion] = field(default_factory=dict)
 
     def check(self, name: str, *, points: float, target: str, own_work: tuple[str, ...] = (),
-              in_kernel: bool = False):
+              adapt: Callable[[object], Callable] | None = None):
         """Decorator registering a check body under ``name``; returns the runnable Check."""
 
         def register(body: Callable[[Callable], str | None]) -> Check:
             if name in self.checks or name in self.manual:
                 raise ValueError(f"{self.id} already has a part named {name!r}")
-            check = Check(self.id, name, points, target, body, own_work, in_kernel)
+            check = Check(self.id, name, points, target, body, own_work, adapt)
             self.checks[name] = check
             return check
 

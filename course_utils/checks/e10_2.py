@@ -2,8 +2,8 @@
 
 Students write the fixed-context ("Day 7 style") decoder as a subclass of the library's
 :class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its own ``context``
-and ``step``. The checks build a small model with fresh random weights and inputs on every call,
-load the same weights into the student's decoder and compare outputs:
+and ``step``. The checks build a small model with random weights and inputs (fresh in each
+grading run), load the same weights into the student's decoder and compare outputs:
 
 - ``vanilla_context``: ``context(state, memory)`` must give the encoder's final states,
   ``[forward at the last real token; backward at the first]``, read from
@@ -11,6 +11,13 @@ load the same weights into the student's decoder and compare outputs:
   the library's answer), the same vector at every step, and no attention weights;
 - ``vanilla_step``: ``step(embedded, state, memory)`` must give the library's ``(s_i, c_i,
   None)``, so that the whole model's logits and greedy outputs equal the library's.
+
+Under ``course-grade`` both decoder parts are judged in the grader: their ``adapt`` runs the
+student's class in the kernel on the run's seed and reports plain data (the context and state
+tensors as arrays, logits, greedy tokens, gradients, whether the weights are ``None``); the
+grader rebuilds the same library model from the seed, computes every expected value and
+decides. For the step, the kernel also runs the student's ``step`` with a right context standing
+in, and the grader uses that run when the student's context does not pass.
 
 Then three functions, called on small, known inputs:
 
@@ -24,7 +31,6 @@ The written comparison is graded by hand.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
@@ -89,11 +95,16 @@ def _fresh(seed: int):
     return library, src, lengths, tgt_in
 
 
-def _student_model(decoder_class: object, library: Seq2Seq) -> Seq2Seq:
-    """``decoder_class`` built like the library's decoder, holding the library's weights."""
+def _student_class(decoder_class: object) -> type:
     if not isinstance(decoder_class, type) or not issubclass(decoder_class, VanillaDecoder):
         raise CheckFailed("FixedContextDecoder must be a class that subclasses the library's "
                           "decoder: `class FixedContextDecoder(VanillaDecoder):`")
+    return decoder_class
+
+
+def _student_model(decoder_class: object, library: Seq2Seq) -> Seq2Seq:
+    """``decoder_class`` built like the library's decoder, holding the library's weights."""
+    decoder_class = _student_class(decoder_class)
     try:
         model = build_model(_CONFIG, decoder_class=decoder_class).eval()
     except Exception as error:
@@ -177,38 +188,188 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
     ]
 
 
-@EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder", in_kernel=True)
-def check_vanilla_context(decoder_class: type) -> str:
-    library, src, lengths, _ = _fresh(secrets.randbits(31))
+def _hidden() -> torch.Tensor:
+    return torch.empty(0).as_subclass(_Hidden)
+
+
+def _states(seed: int, n: int) -> torch.Tensor:
+    """``n`` decoder states for the batch, drawn from ``seed`` (the same in both processes)."""
+    generator = torch.Generator().manual_seed(seed + 1)
+    return torch.randn(n, len(_LENGTHS), _CONFIG.hidden_dim, generator=generator)
+
+
+def _data(value: object) -> object:
+    """A tensor the student's code returned, as a plain array for the grader (``None`` for
+    anything else: the grader then names what it expected)."""
+    if isinstance(value, torch.Tensor) and not isinstance(value, _Hidden):
+        return value.detach().float().cpu().numpy()
+    return None
+
+
+# ---------------------------------------------- the kernel's side: the student's class, run
+
+
+def _context_raw(decoder_class: type, seed: int) -> dict:
+    """The student's ``context`` on this seed's batch, as plain data: the pair it returned,
+    the context for two different decoder states, whether the weights are ``None``, and the
+    gradient its context passes back to the encoder outputs."""
+    library, src, lengths, _ = _fresh(seed)
     model = _student_model(decoder_class, library)
     _defines(decoder_class, "context")
     memory = _memory(library, src, lengths)
-    hidden = replace(memory, summary=torch.empty(0).as_subclass(_Hidden))
-    states = torch.randn(2, len(_LENGTHS), _CONFIG.hidden_dim)
+    hidden = replace(memory, summary=_hidden())
+    states = _states(seed, 2)
     got = []
     with torch.no_grad(), _library_steps_refused():
         for state in states:
             got.append(call_student(model.decoder.context, state, hidden, given=_GIVEN))
     result = got[0]
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise CheckFailed(f"`context` must return a pair (context, weights): (the fixed "
-                          f"context, None); got {type(result).__name__}")
+    raw: dict = {"pair": isinstance(result, tuple) and len(result) == 2,
+                 "type": type(result).__name__[:80]}
+    if not raw["pair"]:
+        return raw
     context, weights = result
-    if isinstance(context, _Hidden):
+    again = got[1][0] if isinstance(got[1], tuple) and got[1] else None
+    raw.update(hidden=isinstance(context, _Hidden), tensor=isinstance(context, torch.Tensor),
+               type=f"{type(context).__module__}.{type(context).__name__}"[:120],
+               context=_data(context), again=_data(again), weights_none=weights is None)
+    if raw["hidden"] or not raw["tensor"]:
+        return raw
+    # training needs the context to pass gradients back to the encoder outputs it read
+    outputs = memory.encoder_outputs.detach().clone().requires_grad_(True)
+    hidden = replace(memory, encoder_outputs=outputs, summary=_hidden())
+    try:
+        with torch.enable_grad(), _library_steps_refused():
+            context, _ = call_student(model.decoder.context, states[0], hidden, given=_GIVEN)
+            if isinstance(context, torch.Tensor) and context.requires_grad:
+                context.sum().backward()
+    except CheckFailed as failed:
+        raw["grad_error"] = failed.message
+    raw["grad"] = _data(outputs.grad)
+    return raw
+
+
+def _step_raw(decoder_class: type, seed: int) -> dict:
+    """The student's ``step`` (one step, whole sentences, greedy decoding, a second batch) on
+    this seed's batch, as plain data."""
+    library, src, lengths, tgt_in = _fresh(seed)
+    model = _student_model(decoder_class, library)
+    memory = _memory(library, src, lengths)
+    hidden = replace(memory, summary=_hidden())
+    embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
+    state = _states(seed, 1)[0]
+    given = f"{_GIVEN} and one step's embedded previous words"
+    with torch.no_grad(), _library_steps_refused():
+        result = call_student(model.decoder.step, embedded, state, hidden, given=given)
+        raw: dict = {"triple": isinstance(result, tuple) and len(result) == 3,
+                     "type": type(result).__name__[:80],
+                     "length": len(result) if isinstance(result, tuple) else None}
+        if not raw["triple"]:
+            return raw
+        new_state, context, weights = result
+        raw.update(state=_data(new_state), context=_data(context), weights_none=weights is None)
+        try:
+            raw["logits"] = _data(call_student(model, src, lengths, tgt_in, given=given)[0])
+        except CheckFailed as failed:
+            raw["sentences_error"] = failed.message
+            return raw
+        # greedy decoding drops finished sentences from the batch, and the same decoder then
+        # runs on a smaller batch: a step that keeps anything of its own between calls (a
+        # cached context, a counter) shows here, whatever the random inputs
+        few = slice(1, 3)
+        try:
+            raw["tokens"] = call_student(lambda: model.greedy_decode(src, lengths,
+                                                                     max_len=8).tokens,
+                                         given=f"{_GIVEN}, decoded greedily")
+            raw["few"] = _data(call_student(model, src[few, :int(lengths[few].max())],
+                                            lengths[few], tgt_in[few],
+                                            given="a second batch of 2 sentences")[0])
+        except CheckFailed as failed:
+            raw["later_error"] = failed.message
+    return raw
+
+
+def _reported(raw: Callable[[], dict]) -> dict:
+    """``raw()`` in the kernel, with the check's own refusals as data (``error``) and an
+    unwritten part as ``not_implemented``."""
+    try:
+        return raw()
+    except NotImplementedError:
+        return {"not_implemented": True}
+    except CheckFailed as failed:
+        return {"error": failed.message}
+
+
+def _adapt_context(decoder_class: object) -> Callable:
+    _student_class(decoder_class)
+
+    def run(seed: int) -> dict:
+        return _reported(lambda: _context_raw(decoder_class, seed))  # type: ignore[arg-type]
+
+    run.__name__ = "FixedContextDecoder"
+    return run
+
+
+def _adapt_step(decoder_class: object) -> Callable:
+    """The step's runs: the student's decoder as written (``own``), and with a right context
+    standing in for the student's (``alone``), which the grader judges when the student's
+    context does not pass; and the context's own run, from which the grader decides that."""
+    cls = _student_class(decoder_class)
+    alone = type("StepOnly", (cls,), {"context": _reference_context})
+
+    def run(seed: int) -> dict:
+        def step(decoder: type) -> dict:
+            library, *_ = _fresh(seed)
+            _student_model(cls, library)  # a class that does not build: named first
+            _defines(cls, "step")
+            return _step_raw(decoder, seed)
+
+        return {"context": _reported(lambda: _context_raw(cls, seed)),
+                "own": _reported(lambda: step(cls)), "alone": _reported(lambda: step(alone))}
+
+    run.__name__ = "FixedContextDecoder"
+    return run
+
+
+# ---------------------------------------------------- the grader's side: expected, and judged
+
+
+def _tensor(value: object) -> torch.Tensor | None:
+    if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+        return torch.as_tensor(value, dtype=torch.float32)
+    return None
+
+
+def _result(raw: object) -> dict:
+    if not isinstance(raw, dict):
+        raise CheckFailed("FixedContextDecoder reported no result")
+    if raw.get("not_implemented"):
+        raise NotImplementedError
+    if raw.get("error"):
+        raise CheckFailed(str(raw["error"])[:1000])
+    return raw
+
+
+def _judge_context(raw: object, seed: int) -> str:
+    raw = _result(raw)
+    if not raw.get("pair"):
+        raise CheckFailed(f"`context` must return a pair (context, weights): (the fixed "
+                          f"context, None); got {str(raw.get('type'))[:80]}")
+    if raw.get("hidden"):
         raise CheckFailed("`context` returns `memory.summary`: that is the library's answer, "
                           "and this check hides it. Read the final states from "
                           "`memory.encoder_outputs`, with `memory.mask`")
+    library, src, lengths, _ = _fresh(seed)
+    memory = _memory(library, src, lengths)
     expected = memory.summary
-    if not isinstance(context, torch.Tensor):
+    context = _tensor(raw.get("context"))
+    if not raw.get("tensor") or context is None:
         raise CheckFailed(f"the context must be a torch tensor (it goes on into the GRU cell); "
-                          f"got {type(context).__module__}.{type(context).__name__}")
+                          f"got {str(raw.get('type'))[:120]}")
     if context.shape != expected.shape:
-        shape = tuple(context.shape) if isinstance(context, torch.Tensor) else \
-            type(context).__name__
         raise CheckFailed(f"the context should be (batch, 2 * hidden_dim) = "
-                          f"{tuple(expected.shape)} for {_GIVEN}; got {shape}")
-    again = got[1][0] if isinstance(got[1], tuple) and got[1] else None
-    if not _close(again, context):
+                          f"{tuple(expected.shape)} for {_GIVEN}; got {tuple(context.shape)}")
+    if not _close(_tensor(raw.get("again")), context):
         raise CheckFailed("the context changes with the decoder state: the vanilla decoder's "
                           "context is the same vector at every step, whatever the state")
     if not _close(context, expected):
@@ -217,34 +378,29 @@ def check_vanilla_context(decoder_class: type) -> str:
                 raise CheckFailed(hint)
         raise CheckFailed(f"the context differs from the encoder's final states for {_GIVEN}: "
                           "[forward half at the last real token; backward half at position 0]")
-    if weights is not None:
+    if raw.get("weights_none") is not True:
         raise CheckFailed("right context, but the vanilla decoder has no attention weights: "
                           "return None as the second value", points=1)
-    _check_gradients_reach_the_encoder(model, memory, states[0])
-    return "the encoder's final states, read from its outputs"
-
-
-def _check_gradients_reach_the_encoder(model: Seq2Seq, memory: DecoderMemory,
-                                       state: torch.Tensor) -> None:
-    """Training needs the context to pass gradients back to the encoder outputs it was read
-    from: the gradient of ``context.sum()`` is 1 at the read positions, 0 elsewhere."""
-    outputs = memory.encoder_outputs.detach().clone().requires_grad_(True)
-    hidden = replace(memory, encoder_outputs=outputs,
-                     summary=torch.empty(0).as_subclass(_Hidden))
-    with torch.enable_grad(), _library_steps_refused():
-        context, _ = call_student(model.decoder.context, state, hidden, given=_GIVEN)
-        if isinstance(context, torch.Tensor) and context.requires_grad:
-            context.sum().backward()
+    if raw.get("grad_error"):
+        raise CheckFailed(str(raw["grad_error"])[:1000])
+    outputs = memory.encoder_outputs
     half = outputs.shape[-1] // 2
-    want = torch.zeros_like(outputs)
-    lengths = memory.mask.sum(1)
+    want = torch.zeros_like(outputs)  # 1 at the positions read, 0 elsewhere
     want[torch.arange(len(lengths)), lengths - 1, :half] = 1
     want[:, 0, half:] = 1
-    if outputs.grad is None or not torch.allclose(outputs.grad, want):
+    if not _close(_tensor(raw.get("grad")), want):
         raise CheckFailed("right values, but no gradient flows back from your context to the "
                           "encoder outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
                           "built from numbers?): training could not teach the encoder anything "
                           "through it", points=1)
+    return "the encoder's final states, read from its outputs"
+
+
+@EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder",
+                adapt=_adapt_context)
+def check_vanilla_context(run: Callable) -> str:
+    seed = fresh_seed(80)
+    return _judge_context(run(seed), seed)
 
 
 def _reference_context(self, state, memory):
@@ -260,26 +416,29 @@ def _swapped_step(self, embedded, state, memory):
     return self.cell(torch.cat([context, embedded], -1), state), context, None
 
 
-@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder", in_kernel=True)
-def check_vanilla_step(decoder_class: type) -> str:
-    library, src, lengths, tgt_in = _fresh(secrets.randbits(31))
-    model = _student_model(decoder_class, library)
-    _defines(decoder_class, "step")
-    own_context = check_vanilla_context(decoder_class).passed
-    if not own_context:  # judge the step alone: a right context stands in for the student's
-        decoder_class = type("StepOnly", (decoder_class,), {"context": _reference_context})
-        model = _student_model(decoder_class, library)
+@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder", adapt=_adapt_step)
+def check_vanilla_step(run: Callable) -> str:
+    seed = fresh_seed(90)
+    runs = run(seed)
+    if not isinstance(runs, dict):
+        raise CheckFailed("FixedContextDecoder reported no result")
+    try:
+        own_context = bool(_judge_context(runs.get("context"), seed))
+    except (CheckFailed, NotImplementedError):
+        own_context = False
+    # judge the step alone when the context is wrong: a right one stands in for the student's
+    raw = _result(runs.get("own" if own_context else "alone"))
+    if not raw.get("triple"):
+        raise CheckFailed(f"`step` must return three values (s_i, c_i, None); got "
+                          f"{str(raw.get('type'))[:80]}"
+                          + (f" of {raw['length']}" if isinstance(raw.get("length"), int)
+                             else ""))
+    library, src, lengths, tgt_in = _fresh(seed)
     memory = _memory(library, src, lengths)
-    hidden = replace(memory, summary=torch.empty(0).as_subclass(_Hidden))
     embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
-    state = torch.randn(len(_LENGTHS), _CONFIG.hidden_dim)
+    state = _states(seed, 1)[0]
     with torch.no_grad():
         want_state, want_context, _ = library.decoder.step(embedded, state, memory)
-        want_logits, _ = library(src, lengths, tgt_in)
-        want_tokens = library.greedy_decode(src, lengths, max_len=8).tokens
-        few = slice(1, 3)  # the same decoder on a smaller batch, below
-        few_batch = (src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
-        want_few, _ = library(*few_batch)
         mistakes = [
             (_swapped_step(library.decoder, embedded, state, memory)[0],
              "wrong concatenation order: the GRU cell reads [y_(i-1); c], the embedded word "
@@ -287,39 +446,33 @@ def check_vanilla_step(decoder_class: type) -> str:
             (state, "the state never changes: s_i = self.cell(input, s_(i-1)) is the new state "
                     "to return"),
         ]
-    given = f"{_GIVEN} and one step's embedded previous words"
-    with torch.no_grad(), _library_steps_refused():
-        result = call_student(model.decoder.step, embedded, state, hidden, given=given)
-        if not isinstance(result, tuple) or len(result) != 3:
-            raise CheckFailed(f"`step` must return three values (s_i, c_i, None); got "
-                              f"{type(result).__name__}"
-                              + (f" of {len(result)}" if isinstance(result, tuple) else ""))
-        new_state, context, weights = result
-        if not _close(context, want_context):
-            raise CheckFailed("the second value must be this step's context c_i (from "
-                              "`self.context(state, memory)`)")
-        if not _close(new_state, want_state):
-            for candidate, hint in mistakes:
-                if _close(new_state, candidate):
-                    raise CheckFailed(hint)
-            raise CheckFailed("the new state s_i differs from the library's: "
-                              "s_i = GRUCell([y_(i-1); c], s_(i-1))")
-        if weights is not None:
-            raise CheckFailed("right state and context, but the vanilla decoder has no "
-                              "attention weights: return None as the third value", points=1)
-        logits, _ = call_student(model, src, lengths, tgt_in, given=given)
-        # greedy decoding drops finished sentences from the batch, and the same decoder then
-        # runs on a smaller batch: a step that keeps anything of its own between calls (a
-        # cached context, a counter) shows here, whatever the random inputs
-        try:
-            tokens = call_student(lambda: model.greedy_decode(src, lengths, max_len=8).tokens,
-                                  given=f"{_GIVEN}, decoded greedily")
-            got_few, _ = call_student(model, *few_batch, given="a second batch of 2 sentences")
-        except CheckFailed as failed:
-            raise CheckFailed(f"{failed.message}. The first batch worked, so `step` seems to keep "
-                              "anything of its own between calls (e.g. a context saved on "
-                              "`self`): compute everything from its arguments") from None
-    if not _close(logits, want_logits) or tokens != want_tokens or not _close(got_few, want_few):
+    new_state = _tensor(raw.get("state"))
+    if not _close(_tensor(raw.get("context")), want_context):
+        raise CheckFailed("the second value must be this step's context c_i (from "
+                          "`self.context(state, memory)`)")
+    if not _close(new_state, want_state):
+        for candidate, hint in mistakes:
+            if _close(new_state, candidate):
+                raise CheckFailed(hint)
+        raise CheckFailed("the new state s_i differs from the library's: "
+                          "s_i = GRUCell([y_(i-1); c], s_(i-1))")
+    if raw.get("weights_none") is not True:
+        raise CheckFailed("right state and context, but the vanilla decoder has no "
+                          "attention weights: return None as the third value", points=1)
+    if raw.get("sentences_error"):
+        raise CheckFailed(str(raw["sentences_error"])[:1000])
+    if raw.get("later_error"):
+        raise CheckFailed(f"{str(raw['later_error'])[:300]}. The first batch worked, so `step` "
+                          "seems to keep anything of its own between calls (e.g. a context "
+                          "saved on `self`): compute everything from its arguments")
+    with torch.no_grad():
+        want_logits, _ = library(src, lengths, tgt_in)
+        want_tokens = library.greedy_decode(src, lengths, max_len=8).tokens
+        few = slice(1, 3)
+        want_few, _ = library(src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
+    tokens = raw.get("tokens")
+    if not _close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
+            tokens, want_tokens) or not _close(_tensor(raw.get("few")), want_few):
         raise CheckFailed("one step is right, but over whole sentences your decoder's outputs "
                           "differ from the library's: does `step` keep anything of its own "
                           "between calls (e.g. a context saved on `self`), or change `state` "
@@ -328,6 +481,12 @@ def check_vanilla_step(decoder_class: type) -> str:
         return ("`step` is right (judged with a right context standing in for yours, which "
                 "does not pass its check yet)")
     return "same logits and greedy translations as the library's vanilla decoder"
+
+
+def _same_tokens(got: object, want: list[list[int]]) -> bool:
+    return (isinstance(got, list) and len(got) == len(want)
+            and all(isinstance(row, list) and all(type(t) is int for t in row)
+                    and row == list(w) for row, w in zip(got, want)))
 
 
 def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:

@@ -1,9 +1,9 @@
 """Checks for exercise E10.4 (optional): the dot, scaled-dot and general scores, written into
 the interface every score of the course shares (:class:`~course_utils.attention.Attention`).
 
-Students write three classes; each check builds the student's module and the library's with
-the same weights, on fresh random inputs at every call (sizes chosen so that a product over the
-wrong axis fails or gives different numbers), and compares:
+Students write three classes. Each check runs the student's module and compares it with the
+formula on fresh inputs in each grading run (sizes chosen so that a product over the wrong axis
+fails or gives different numbers):
 
 - ``dot``: ``DotScore``, ``e_j = s^T h_j``: keys are the encoder outputs;
 - ``scaled_dot``: ``ScaledDotScore``, ``e_j = s^T h_j / sqrt(d)``, checked through the whole
@@ -17,23 +17,26 @@ source length instead of ``sqrt(d)``, scaling the weights instead of the scores,
 matrix on the wrong side, and the keys recomputed at every decoder step. A class that reuses the
 library's score modules (:mod:`course_utils.scores`) earns no points.
 
-Under ``course-grade`` all three parts are judged in the student's kernel (``in_kernel``), as
-E10.2's decoder parts are: their input is the student's *class*, built and run on tensors there.
-The grader clamps their points to each part's maximum; see the README.
+Under ``course-grade`` the three parts are judged in the grader, like E10.1's: each names an
+``adapt`` (:func:`_adapter`) that, in the kernel, turns the student's class into a function of
+plain data (sizes, the state, the encoder outputs, a mask and ``W`` as arrays in; energies,
+weights and context as arrays out); the check body, which draws the inputs and computes the
+expected answers, runs in the grader against the recorded results.
 """
 
 from __future__ import annotations
 
 import math
-import secrets
 from collections.abc import Callable
 
+import numpy as np
 import torch
 
 from course_utils.attention import Attention
 from course_utils.checks import CheckFailed, Exercise, try_run
 from course_utils.checks.own_work import module_files, references_to, watch_calls
-from course_utils.scores import DotAttention, GeneralAttention, ScaledDotAttention
+from course_utils.checks.probes import fresh_seed
+from course_utils.scores import DotAttention, GeneralAttention
 
 __all__ = [
     "EXERCISE",
@@ -47,7 +50,7 @@ __all__ = [
 EXERCISE = Exercise("E10.4", "Dot, scaled-dot and general scores")
 _LIBRARY = ("course_utils.scores",)
 
-#: Fresh sizes on every call: batch 3, source length 5, states of 6 (src_len != d, so a product
+#: Two shapes: batch 3, source length 5, states of 6 (src_len != d, so a product
 #: over the wrong axis fails), then a square case (src_len == d == 4), where it would not fail
 #: but gives other numbers.
 _CASES = ((3, 5, 6), (2, 4, 4))
@@ -81,37 +84,10 @@ def _not_own_work(where: str, what: str) -> str:
             "against, so this part earns no points. Write it yourself with torch operations")
 
 
-def _build(student_class: type, name: str, encoder_dim: int, decoder_dim: int) -> Attention:
-    try:
-        return student_class(encoder_dim, decoder_dim)
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        raise CheckFailed(f"`{name}({encoder_dim}, {decoder_dim})` raised "
-                          f"{type(error).__name__}: {error}: keep the constructor the exercise "
-                          "gives") from None
-
-
-def _inputs(batch: int, src_len: int, encoder_dim: int, decoder_dim: int, seed: int):
-    generator = torch.Generator().manual_seed(seed)
-    outputs = torch.randn(batch, src_len, encoder_dim, generator=generator)
-    state = torch.randn(batch, decoder_dim, generator=generator)
-    return state, outputs
-
-
-def _tensor(value: object, what: str, shape: tuple[int, ...]) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise CheckFailed(f"{what} must return a torch tensor; got {type(value).__name__}")
-    if value.dtype.is_complex or not value.dtype.is_floating_point:
-        raise CheckFailed(f"{what} must return a float tensor; got {value.dtype}")
-    if tuple(value.shape) != shape:
-        raise CheckFailed(f"{what} must return shape {shape}; got {tuple(value.shape)}")
-    return value.detach().float()
-
-
 def _energies(module: Attention, name: str, state: torch.Tensor, outputs: torch.Tensor,
               ) -> torch.Tensor:
-    """The student's energies through both methods, with a named hint for a shape error."""
+    """The student's energies through both methods, with a named hint for a shape error.
+    Runs in the kernel (inside the adapted function)."""
     batch, src_len, _ = outputs.shape
     try:
         with torch.no_grad(), watch_calls(module_files(_LIBRARY)) as entered:
@@ -138,6 +114,129 @@ def _energies(module: Attention, name: str, state: torch.Tensor, outputs: torch.
     return _tensor(energies, f"{name}.energies", (batch, src_len))
 
 
+def _tensor(value: object, what: str, shape: tuple[int, ...]) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise CheckFailed(f"{what} must return a torch tensor; got {type(value).__name__}")
+    if value.dtype.is_complex or not value.dtype.is_floating_point:
+        raise CheckFailed(f"{what} must return a float tensor; got {value.dtype}")
+    if tuple(value.shape) != shape:
+        raise CheckFailed(f"{what} must return shape {shape}; got {tuple(value.shape)}")
+    return value.detach().float()
+
+
+def _adapter(name: str, library: type) -> Callable[[object], Callable]:
+    """``adapt`` for a score part: the student's class as a function of plain data.
+
+    ``run(encoder_dim, decoder_dim, state, outputs, mask, W)`` builds the student's module
+    (loading ``W`` when given), and returns a dict: ``energies`` (through ``project_keys`` and
+    ``energies``), ``W_in_energies`` (whether ``energies`` applied ``self.W``) and, with a
+    ``mask``, the whole attention step's ``weights`` and ``context`` (or ``step_error``); or
+    ``{"error": why}`` when the module could not be built or run, which scores 0."""
+
+    def adapt(student_class: object) -> Callable:
+        cls = _class_of(student_class, name, library)
+
+        def run(encoder_dim: int, decoder_dim: int, state: np.ndarray, outputs: np.ndarray,
+                mask: np.ndarray | None, W: np.ndarray | None) -> dict:
+            try:
+                return _run(cls, name, encoder_dim, decoder_dim, state, outputs, mask, W)
+            except CheckFailed as failed:
+                return {"error": failed.message}
+
+        run.__name__ = name
+        return run
+
+    return adapt
+
+
+def _run(cls: type, name: str, encoder_dim: int, decoder_dim: int, state: np.ndarray,
+         outputs: np.ndarray, mask: np.ndarray | None, W: np.ndarray | None) -> dict:
+    try:
+        module = cls(encoder_dim, decoder_dim)
+    except NotImplementedError:
+        raise
+    except Exception as error:
+        raise CheckFailed(f"`{name}({encoder_dim}, {decoder_dim})` raised "
+                          f"{type(error).__name__}: {error}: keep the constructor the exercise "
+                          "gives") from None
+    if W is not None:
+        try:
+            module.load_state_dict({"W.weight": torch.as_tensor(W, dtype=torch.float32)})
+        except RuntimeError as error:
+            raise CheckFailed("the check's W does not load into your module: keep the "
+                              "constructor the exercise gives (`self.W = nn.Linear(encoder_dim, "
+                              f"decoder_dim, bias=False)`) ({str(error).splitlines()[0]})"
+                              ) from None
+    state_t = torch.as_tensor(state, dtype=torch.float32)
+    outputs_t = torch.as_tensor(outputs, dtype=torch.float32)
+    result: dict = {"energies": _energies(module, name, state_t, outputs_t).numpy()}
+    W_layer = getattr(module, "W", None)
+    if isinstance(W_layer, torch.nn.Module):  # the keys once per sentence?
+        calls: list[int] = []
+        hook = W_layer.register_forward_hook(lambda *_: calls.append(1))
+        try:
+            with torch.no_grad():
+                keys = module.project_keys(outputs_t)
+                before = len(calls)
+                module.energies(state_t, keys)
+        finally:
+            hook.remove()
+        result["W_in_energies"] = len(calls) > before
+    if mask is not None:
+        batch, src_len, _ = outputs.shape
+        try:
+            with torch.no_grad():
+                mask_t = torch.as_tensor(mask, dtype=torch.bool)
+                context, weights = module(state_t, outputs_t, mask_t)
+            result["weights"] = _tensor(weights, "the attention step's weights",
+                                        (batch, src_len)).numpy()
+            result["context"] = _tensor(context, "the attention step's context",
+                                        (batch, outputs.shape[-1])).numpy()
+        except (NotImplementedError, CheckFailed):
+            raise
+        except Exception as error:
+            raise CheckFailed(f"the whole attention step (`module(state, encoder_outputs, "
+                              f"mask)`) raised {type(error).__name__}: {error}") from None
+    return result
+
+
+# --------------------------------------------------------------- the grader's side of a part
+
+
+def _inputs(batch: int, src_len: int, encoder_dim: int, decoder_dim: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    outputs = torch.randn(batch, src_len, encoder_dim, generator=generator)
+    state = torch.randn(batch, decoder_dim, generator=generator)
+    return state, outputs
+
+
+def _call(run: Callable, name: str, state: torch.Tensor, outputs: torch.Tensor,
+          mask: torch.Tensor | None = None, W: torch.Tensor | None = None) -> dict:
+    """The adapted student module on these inputs; its results as float tensors of the shapes
+    expected, or :class:`CheckFailed` naming what came back instead."""
+    batch, src_len, encoder_dim = outputs.shape
+    out = run(encoder_dim, state.shape[1], state.numpy(), outputs.numpy(),
+              None if mask is None else mask.numpy(), None if W is None else W.numpy())
+    if not isinstance(out, dict):
+        raise CheckFailed(f"{name} reported no result")
+    if "error" in out:
+        raise CheckFailed(str(out["error"])[:1000])
+    shapes = {"energies": (batch, src_len), "weights": (batch, src_len),
+              "context": (batch, encoder_dim)}
+    got: dict = {"W_in_energies": out.get("W_in_energies") is True}
+    for key, shape in shapes.items():
+        if key not in out:
+            continue
+        value = np.asarray(out[key])
+        if value.dtype.kind != "f" or value.shape != shape:
+            raise CheckFailed(f"{name}: {key} of shape {shape} expected; got "
+                              f"{value.dtype} {value.shape}")
+        got[key] = torch.as_tensor(value, dtype=torch.float32)
+    if "energies" not in got:
+        raise CheckFailed(f"{name} reported no energies")
+    return got
+
+
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-4, atol=1e-5))
 
@@ -153,15 +252,12 @@ def _wrong_axis(state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor | No
 # ------------------------------------------------------------------------------ dot
 
 
-@EXERCISE.check("dot", points=2, target="DotScore", in_kernel=True)
-def check_dot(student_class: Callable) -> str:
-    cls = _class_of(student_class, "DotScore", DotAttention)
-    seed = secrets.randbelow(2**31)
-    for batch, src_len, d in _CASES:
-        module = _build(cls, "DotScore", d, d)
-        state, outputs = _inputs(batch, src_len, d, d, seed)
+@EXERCISE.check("dot", points=2, target="DotScore", adapt=_adapter("DotScore", DotAttention))
+def check_dot(run: Callable) -> str:
+    for case, (batch, src_len, d) in enumerate(_CASES):
+        state, outputs = _inputs(batch, src_len, d, d, fresh_seed(40 + case))
+        got = _call(run, "DotScore", state, outputs)["energies"]
         expected = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
-        got = _energies(module, "DotScore", state, outputs)
         if _close(got, expected):
             continue
         wrong = _wrong_axis(state, outputs)
@@ -180,30 +276,19 @@ def check_dot(student_class: Callable) -> str:
 # ------------------------------------------------------------------------------ scaled dot
 
 
-@EXERCISE.check("scaled_dot", points=2, target="ScaledDotScore", in_kernel=True)
-def check_scaled_dot(student_class: Callable) -> str:
-    cls = _class_of(student_class, "ScaledDotScore", DotAttention)
-    if issubclass(cls, ScaledDotAttention):  # pragma: no cover - caught above (a DotAttention)
-        raise CheckFailed("ScaledDotScore must not subclass the library's ScaledDotAttention")
-    seed = secrets.randbelow(2**31)
-    for batch, src_len, d in _CASES:
-        module = _build(cls, "ScaledDotScore", d, d)
-        state, outputs = _inputs(batch, src_len, d, d, seed + 1)
-        dot = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
-        expected = dot / math.sqrt(d)
-        got = _energies(module, "ScaledDotScore", state, outputs)
+@EXERCISE.check("scaled_dot", points=2, target="ScaledDotScore",
+                adapt=_adapter("ScaledDotScore", DotAttention))
+def check_scaled_dot(run: Callable) -> str:
+    for case, (batch, src_len, d) in enumerate(_CASES):
+        state, outputs = _inputs(batch, src_len, d, d, fresh_seed(50 + case))
         mask = torch.ones(batch, src_len, dtype=torch.bool)
         mask[0, src_len - 2:] = False  # a padded sentence too
-        try:
-            with torch.no_grad():
-                context, weights = module(state, outputs, mask)
-        except (NotImplementedError, CheckFailed):
-            raise
-        except Exception as error:
-            raise CheckFailed(f"the whole attention step (`module(state, encoder_outputs, "
-                              f"mask)`) raised {type(error).__name__}: {error}") from None
-        weights = _tensor(weights, "the attention step's weights", (batch, src_len))
-        context = _tensor(context, "the attention step's context", (batch, d))
+        result = _call(run, "ScaledDotScore", state, outputs, mask)
+        if "weights" not in result or "context" not in result:
+            raise CheckFailed("ScaledDotScore reported no attention step")
+        got, weights, context = result["energies"], result["weights"], result["context"]
+        dot = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
+        expected = dot / math.sqrt(d)
         right = torch.softmax(expected.masked_fill(~mask, float("-inf")), dim=-1)
         unscaled = torch.softmax(dot.masked_fill(~mask, float("-inf")), dim=-1)
         if _close(weights, unscaled / math.sqrt(d)):
@@ -241,28 +326,20 @@ def check_scaled_dot(student_class: Callable) -> str:
 # ------------------------------------------------------------------------------ general
 
 
-@EXERCISE.check("general", points=3, target="GeneralScore", in_kernel=True)
-def check_general(student_class: Callable) -> str:
-    cls = _class_of(student_class, "GeneralScore", GeneralAttention)
-    seed = secrets.randbelow(2**31)
+@EXERCISE.check("general", points=3, target="GeneralScore",
+                adapt=_adapter("GeneralScore", GeneralAttention))
+def check_general(run: Callable) -> str:
     recomputed = False
-    calls: list[int] = []  # one entry per call of the student's W
-    for batch, src_len, (encoder_dim, decoder_dim) in [(3, 5, (6, 4)), (2, 5, (5, 5))]:
-        module = _build(cls, "GeneralScore", encoder_dim, decoder_dim)
-        torch.manual_seed(seed)
-        library = GeneralAttention(encoder_dim, decoder_dim)
-        try:
-            module.load_state_dict(library.state_dict())
-        except RuntimeError as error:
-            raise CheckFailed("the check's W does not load into your module: keep the "
-                              "constructor the exercise gives (`self.W = nn.Linear(encoder_dim, "
-                              f"decoder_dim, bias=False)`) ({str(error).splitlines()[0]})"
-                              ) from None
-        state, outputs = _inputs(batch, src_len, encoder_dim, decoder_dim, seed + 2)
-        W = library.W.weight.detach()  # (decoder_dim, encoder_dim): W h_j has decoder_dim
+    for case, (batch, src_len, (encoder_dim, decoder_dim)) in enumerate(
+            [(3, 5, (6, 4)), (2, 5, (5, 5))]):
+        state, outputs = _inputs(batch, src_len, encoder_dim, decoder_dim,
+                                 fresh_seed(60 + case))
+        generator = torch.Generator().manual_seed(fresh_seed(70 + case))
+        # W maps an encoder output to the decoder's size: W h_j has decoder_dim numbers
+        W = torch.randn(decoder_dim, encoder_dim, generator=generator) / math.sqrt(encoder_dim)
         expected = torch.einsum("bd,de,bte->bt", state, W, outputs)
         try:
-            got = _energies(module, "GeneralScore", state, outputs)
+            result = _call(run, "GeneralScore", state, outputs, W=W)
         except CheckFailed as failed:
             if encoder_dim != decoder_dim and "cannot be multiplied" in failed.message:
                 raise CheckFailed("W is applied to something of the wrong size: it maps an "
@@ -271,6 +348,7 @@ def check_general(student_class: Callable) -> str:
                                   "W h_j, computed in `project_keys`, and the energy is "
                                   f"s^T (W h_j). ({failed.message})") from None
             raise
+        got = result["energies"]
         if not _close(got, expected):
             if encoder_dim == decoder_dim and _close(
                     got, torch.einsum("bd,ed,bte->bt", state, W, outputs)):
@@ -284,21 +362,8 @@ def check_general(student_class: Callable) -> str:
             raise CheckFailed(f"energies differ from s^T W h_j on a batch of {batch} sources "
                               f"of {src_len} positions (encoder outputs of {encoder_dim}, "
                               f"states of {decoder_dim})")
-        # the keys once per sentence: the decoder's steps call only `energies`
-        W_layer = getattr(module, "W", None)
-        if not isinstance(W_layer, torch.nn.Module):  # pragma: no cover - the weights loaded
-            raise CheckFailed("GeneralScore has no layer `self.W`: keep the given constructor")
-        hook = W_layer.register_forward_hook(lambda *_: calls.append(1))
-        try:
-            with torch.no_grad():
-                keys = module.project_keys(outputs)
-                before = len(calls)
-                module.energies(state, keys)
-        finally:
-            hook.remove()
-        if len(calls) > before:
-            recomputed = True
-    if recomputed:
+        recomputed = recomputed or result["W_in_energies"]
+    if recomputed:  # the keys once per sentence: the decoder's steps call only `energies`
         raise CheckFailed("the energies are right, but `energies` applies W at every decoder "
                           "step: W h_j does not depend on the step, so compute it once per "
                           "sentence in `project_keys` and let `energies` use the keys",

@@ -135,7 +135,7 @@ def _figure_data(value: object) -> FigureData:
 # --------------------------------------------------------------------- raw results as data
 
 _MAX_ITEMS = 100_000  # numbers in one result: more is not an answer to any check
-_TEXT = 300
+_TEXT = 1000  # characters of one string: a message with its hint fits
 
 
 class TooLarge(ValueError):
