@@ -67,6 +67,7 @@ from typing import Any
 
 from course_utils.checks import get_exercise
 from course_utils.files import atomic_path, write_text_atomically
+from course_utils.memcg import MemoryCgroup
 
 __all__ = ["GradeResult", "GradingLimits", "grade_folder", "main"]
 
@@ -290,9 +291,15 @@ def _few(notes: list[str]) -> list[str]:
             notes[-1]]
 
 
-def _limit_memory(memory_mb: int):
+def _limit_memory(memory_mb: int, cgroup: MemoryCgroup | None = None):
     def apply():
         import resource
+
+        if cgroup is not None:  # the whole process tree, shared memory included
+            try:
+                cgroup.join()
+            except OSError:
+                pass  # the rlimit below still holds
 
         limit = memory_mb * 1024 * 1024
         # RLIMIT_DATA (heap and private memory, which is what a runaway student allocation
@@ -474,14 +481,20 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
             command = wrap([*command, json.dumps(hide or [])])
         # The worker reports on a pipe of its own, which it keeps from the kernel: the
         # student's code can write to the worker's stdout (fd 1), not to this channel.
+        cgroup = memory_cgroup(limits.memory_mb)
         read_end, write_end = os.pipe()
         try:
             process = subprocess.Popen(
                 [*command, str(write_end)], cwd=folder, stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL, stdin=subprocess.PIPE, env=_minimal_env(threads),
                 start_new_session=True, pass_fds=(write_end,),
-                preexec_fn=_limit_memory(limits.memory_mb) if os.name == "posix" else None,
+                preexec_fn=_limit_memory(limits.memory_mb, cgroup) if os.name == "posix"
+                else None,
             )
+        except BaseException:
+            if cgroup is not None:
+                cgroup.remove()
+            raise
         finally:
             os.close(write_end)
         seed = secrets.randbits(62)  # this run's fresh inputs, told to the worker alone
@@ -497,6 +510,7 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
         reader.start()
         with _running_lock:
             _running.add(process)
+        oom_kills = 0
         try:
             process.wait(timeout=limits.total_seconds)
         except subprocess.TimeoutExpired:
@@ -512,6 +526,9 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
             return result
         finally:
             _kill_group(process)  # the kernel too, whatever happened
+            if cgroup is not None:  # and anything that left the process group
+                oom_kills = cgroup.oom_kills()
+                cgroup.remove()
             with _running_lock:
                 _running.discard(process)
         reader.join(timeout=10)
@@ -534,8 +551,21 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
                 f"the grading process ended with code {process.returncode} and no result"]}
     result = GradeResult(student, str(report.get("status")), seconds=seconds,
                          notes=[_cut(n) for n in report.get("notes", [])])
+    if oom_kills:  # the cgroup's verdict: it counted what the rlimit cannot see
+        result.status = "memory"
+        result.notes.append(f"the submission's processes together passed the memory limit of "
+                            f"{limits.memory_mb} MB (shared memory counted) and "
+                            f"{oom_kills} of them {'was' if oom_kills == 1 else 'were'} killed")
     _add_parts(result, exercise_id, lines, seed)
     return result
+
+
+def memory_cgroup(memory_mb: int) -> MemoryCgroup | None:
+    """A memory cgroup of ``memory_mb`` for one submission, on Linux where the grader may make
+    one (:mod:`course_utils.memcg`); ``None`` elsewhere, and the rlimit alone applies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return MemoryCgroup.create(memory_mb * 1024 * 1024)
 
 
 def _add_parts(result: GradeResult, exercise_id: str, lines: list[str],
@@ -867,6 +897,14 @@ def main(argv: list[str] | None = None) -> int:
               f"private /tmp; submissions and output folder hidden, {home})")
     else:
         print("sandbox: none")
+    probe = memory_cgroup(args.memory_mb)
+    if probe is not None:
+        probe.remove()
+        print(f"memory: a cgroup per submission, {args.memory_mb} MB for all its processes, "
+              "shared memory counted (and the per-process rlimit)")
+    else:
+        print(f"memory: the per-process rlimit of {args.memory_mb} MB only (no cgroup could be "
+              "created here): shared memory is not counted")
     for path, why in intake.ignored:
         print(f"ignored: {path}: {why}")
     print(f"wrote {args.out / 'grades.csv'}, {args.out / 'feedback'}/, "

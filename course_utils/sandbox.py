@@ -14,9 +14,9 @@ code starts) as ``unshare --user --map-root-user --pid --fork --mount-proc --net
 
 Nothing here needs root or a setuid helper: user namespaces let an ordinary user do this where
 the kernel allows it (most Linux distributions; some disable unprivileged user namespaces).
-:func:`detect` tries it once and says which sandbox is available, if any. Memory stays limited by
-``RLIMIT_DATA`` (set by the grader), which does not count shared memory: cgroups would, but
-creating one needs privileges this does not assume.
+:func:`detect` tries it once and says which sandbox is available, if any. Memory is limited by
+``RLIMIT_DATA`` (set by the grader), which does not count shared memory, and, where the grader may
+create one, by a memory cgroup per submission (:mod:`course_utils.memcg`), which does.
 """
 
 from __future__ import annotations
