@@ -155,6 +155,24 @@ def _score(bleu: BLEU, summed: np.ndarray) -> float:
     return float(bleu._compute_score_from_stats([int(x) for x in summed]).score)
 
 
+def _bootstrapped(bleu: BLEU, hypotheses: Sequence[str], references: Sequence[str],
+                  picks: np.ndarray) -> tuple[float, np.ndarray]:
+    """Corpus BLEU of the sentences, and of each resample (a row of ``picks``: indices)."""
+    stats = _sentence_statistics(bleu, hypotheses, references)
+    return _score(bleu, stats.sum(0)), np.array([_score(bleu, row) for row in
+                                                  stats[picks].sum(1)])
+
+
+def _interval(value: float, draws: np.ndarray, confidence: float) -> Interval:
+    """``value`` with the central ``confidence`` range of its finite bootstrap ``draws``."""
+    draws = draws[np.isfinite(draws)]
+    if not len(draws):
+        return Interval(float(value), float("nan"), float("nan"))
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return Interval(float(value), float(low), float(high))
+
+
 @dataclass(frozen=True)
 class LengthComparison:
     """BLEU by source-length bucket for models translating the same sentences, with bootstrap
@@ -252,7 +270,6 @@ def compare_by_length(
 
     bleu = BLEU(lowercase=lowercase)
     rng = np.random.default_rng(seed)
-    tail = 100 * (1 - confidence) / 2
     lengths = np.asarray(source_lengths)
     counts: dict[str, int] = {}
     # only for buckets with sentences: the score on them, and the scores of the resamples
@@ -265,17 +282,11 @@ def compare_by_length(
             continue
         picks = rng.integers(0, len(chosen), size=(int(resamples), len(chosen)))
         for m in models:
-            stats = _sentence_statistics(bleu, [hypotheses[m][i] for i in chosen],
-                                         [references[i] for i in chosen])
-            scores[m][name] = _score(bleu, stats.sum(0))
-            samples[m][name] = np.array([_score(bleu, row) for row in stats[picks].sum(1)])
+            scores[m][name], samples[m][name] = _bootstrapped(
+                bleu, [hypotheses[m][i] for i in chosen], [references[i] for i in chosen], picks)
 
     def interval(value: float, draws: np.ndarray) -> Interval:
-        draws = draws[np.isfinite(draws)]
-        if not len(draws):
-            return Interval(value, float("nan"), float("nan"))
-        low, high = np.percentile(draws, [tail, 100 - tail])
-        return Interval(float(value), float(low), float(high))
+        return _interval(value, draws, confidence)
 
     def relative_drop(m: str, source: dict[str, dict[str, np.ndarray]] | None = None) -> Any:
         """``100 * (1 - long / short)`` of model ``m``: on the sentences, or on each resample."""
@@ -357,19 +368,11 @@ def compare_bleu(
     models, baseline = _comparison_models(hypotheses, n, baseline, confidence, resamples)
     bleu = BLEU(lowercase=lowercase)
     picks = np.random.default_rng(seed).integers(0, n, size=(int(resamples), n))
-    tail = 100 * (1 - confidence) / 2
     scores, samples = {}, {}
     for m in models:
-        stats = _sentence_statistics(bleu, hypotheses[m], references)
-        scores[m] = _score(bleu, stats.sum(0))
-        samples[m] = np.array([_score(bleu, row) for row in stats[picks].sum(1)])
-
-    def interval(value: float, draws: np.ndarray) -> Interval:
-        low, high = np.percentile(draws, [tail, 100 - tail])
-        return Interval(float(value), float(low), float(high))
-
+        scores[m], samples[m] = _bootstrapped(bleu, hypotheses[m], references, picks)
     return BleuComparison(
-        models, baseline, n, {m: interval(scores[m], samples[m]) for m in models},
-        {m: interval(scores[m] - scores[baseline], samples[m] - samples[baseline])
+        models, baseline, n, {m: _interval(scores[m], samples[m], confidence) for m in models},
+        {m: _interval(scores[m] - scores[baseline], samples[m] - samples[baseline], confidence)
          for m in models if m != baseline},
         confidence, int(resamples))

@@ -156,6 +156,13 @@ def _close(a: object, b: torch.Tensor) -> bool:
             and bool(torch.allclose(a.float(), b.float(), atol=1e-5)))
 
 
+def _raise_named(got: object, mistakes: list[tuple[torch.Tensor, str]]) -> None:
+    """Fail with the hint of the first known mistake that ``got`` equals, if any."""
+    for candidate, hint in mistakes:
+        if _close(got, candidate):
+            raise CheckFailed(hint)
+
+
 def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tuple[torch.Tensor,
                                                                                     str]]:
     outputs, summary = memory.encoder_outputs, memory.summary
@@ -373,9 +380,7 @@ def _judge_context(raw: object, seed: int) -> str:
         raise CheckFailed("the context changes with the decoder state: the vanilla decoder's "
                           "context is the same vector at every step, whatever the state")
     if not _close(context, expected):
-        for candidate, hint in _context_mistakes(memory, lengths):
-            if _close(context, candidate):
-                raise CheckFailed(hint)
+        _raise_named(context, _context_mistakes(memory, lengths))
         raise CheckFailed(f"the context differs from the encoder's final states for {_GIVEN}: "
                           "[forward half at the last real token; backward half at position 0]")
     if raw.get("weights_none") is not True:
@@ -451,9 +456,7 @@ def check_vanilla_step(run: Callable) -> str:
         raise CheckFailed("the second value must be this step's context c_i (from "
                           "`self.context(state, memory)`)")
     if not _close(new_state, want_state):
-        for candidate, hint in mistakes:
-            if _close(new_state, candidate):
-                raise CheckFailed(hint)
+        _raise_named(new_state, mistakes)
         raise CheckFailed("the new state s_i differs from the library's: "
                           "s_i = GRUCell([y_(i-1); c], s_(i-1))")
     if raw.get("weights_none") is not True:
