@@ -6,7 +6,9 @@ re-executed, so the site takes seconds and shows the figures of the real runs. T
 page is generated from ``README.md`` on every build (its links to notebooks become links to
 their pages), followed by the lecture notebooks, the exercises (student versions), the worked
 solutions (a section an instructor can leave out; their written answers in boxes rather than
-between marker lines) and the measurements in ``docs/``.
+between marker lines) and the measurements in ``docs/``. Under each notebook with saved
+outputs, one line says what built them (its ``course.built_with`` record: the PyTorch and the
+device of the run, its scale and its date).
 
 Command line (what ``python3 course.py book`` runs, once the ``book`` extra is installed)::
 
@@ -34,6 +36,7 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.execute import built_with, describe_build
 from course_utils.exercises import BEGIN, END
 
 __all__ = [
@@ -51,7 +54,7 @@ COURSE = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = Path("_build") / "book" / "html"
 
 #: What the site needs (import names); pyproject.toml's ``book`` extra installs them.
-BOOK_PACKAGES = ("sphinx", "myst_nb", "sphinx_book_theme")
+BOOK_PACKAGES = ("sphinx", "myst_nb", "sphinx_book_theme", "sphinx-mathjax-offline")
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,9 @@ CONF_PY = '''\
 # Written by course_utils.book for one build; edit course_utils/book.py instead.
 project = {title!r}
 author = "the course's authors"
-extensions = ["myst_nb", "sphinx.ext.githubpages"]  # githubpages: a .nojekyll file
+# githubpages: a .nojekyll file; sphinx-mathjax-offline: MathJax 3 copied into _static, so
+# equations are typeset with no network (the default loads MathJax from a CDN)
+extensions = ["myst_nb", "sphinx.ext.githubpages", "sphinx-mathjax-offline"]
 html_theme = "sphinx_book_theme"
 html_title = {title!r}
 html_static_path = []
@@ -151,8 +156,9 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
             continue
         (src / section.folder).mkdir(parents=True)
         for path in files:
-            if section.for_instructors:
-                _copy_solution(path, src / section.folder / path.name)
+            if path.suffix == ".ipynb":
+                _copy_notebook(path, src / section.folder / path.name,
+                               boxes=section.for_instructors)
             else:
                 shutil.copy2(path, src / section.folder / path.name)
             pages.append(f"{section.folder}/{path.name}")
@@ -181,11 +187,18 @@ def answers_as_boxes(markdown: str) -> str:
     return "\n".join(lines)
 
 
-def _copy_solution(path: Path, dest: Path) -> None:
+def _copy_notebook(path: Path, dest: Path, *, boxes: bool) -> None:
+    """Copy a notebook for the site: a worked solution's written answers as boxes, and under a
+    notebook with saved outputs, the line that says what built them."""
     notebook = nbformat.read(path, as_version=4)
-    for cell in notebook.cells:
-        if cell.cell_type == "markdown":
-            cell.source = answers_as_boxes(cell.source)
+    if boxes:
+        for cell in notebook.cells:
+            if cell.cell_type == "markdown":
+                cell.source = answers_as_boxes(cell.source)
+    record = built_with(notebook)
+    if record:
+        notebook.cells.append(nbformat.v4.new_markdown_cell(
+            f"---\n\n*{describe_build(record)}*"))
     nbformat.write(notebook, dest)
 
 

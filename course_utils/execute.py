@@ -8,11 +8,18 @@ environment (unset it for a real run). Stream outputs are coalesced the way Jupy
 them, so a progress bar is stored as its final line rather than as every update; the live bar
 is unchanged. The file is replaced atomically, and only when every cell ran: a failure leaves
 the committed notebook as it was and names the cell that failed.
+
+A saved notebook records what built its outputs in its metadata, under ``course.built_with``:
+the PyTorch, NumPy and Python of the kernel that ran it (asked of the kernel itself, after the
+last cell), the device it found, the scale (``real`` or ``quick``) and the date. The course site
+shows it under each notebook; :func:`built_with` reads it back.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import sys
 import time
 from dataclasses import dataclass
@@ -24,7 +31,39 @@ from nbclient.exceptions import CellExecutionError
 
 from course_utils.files import write_text_atomically
 
-__all__ = ["Run", "execute_notebook", "main", "run_notebook"]
+__all__ = ["BUILT_WITH_KEYS", "Run", "built_with", "describe_build", "execute_notebook", "main",
+           "run_notebook"]
+
+#: What ``course.built_with`` holds, the date and the scale included.
+BUILT_WITH_KEYS = ("torch", "cuda", "device", "numpy", "python", "scale", "date")
+
+#: Asked of the kernel after the notebook's last cell, in a cell that is removed again before
+#: saving: it prints one JSON line of what the kernel runs on.
+_PROBE = """\
+def _course_built_with():
+    import json, os, platform
+    info = {"python": platform.python_version(), "torch": None, "cuda": None,
+            "device": "cpu", "numpy": None}
+    try:
+        import numpy
+        info["numpy"] = numpy.__version__
+        import torch
+    except ImportError:
+        pass
+    else:
+        info["torch"] = torch.__version__
+        info["cuda"] = torch.version.cuda
+        if torch.cuda.is_available():
+            info["device"] = torch.cuda.get_device_name(0)
+        elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            info["device"] = "mps"
+    quick = os.environ.get("COURSE_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
+    info["scale"] = "quick" if quick else "real"
+    print("COURSE-BUILT-WITH " + json.dumps(info))
+_course_built_with()
+del _course_built_with
+"""
+_MARK = "COURSE-BUILT-WITH "
 
 
 @dataclass
@@ -42,6 +81,8 @@ def run_notebook(path: str | Path, timeout: float | None = None, save: bool = Tr
     cell without touching the file."""
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
+    cells = len(notebook.cells)
+    notebook.cells.append(nbformat.v4.new_code_cell(_PROBE))
     started: dict[int, float] = {}
     cell_seconds = [0.0] * len(notebook.cells)
 
@@ -57,11 +98,43 @@ def run_notebook(path: str | Path, timeout: float | None = None, save: bool = Tr
                             on_cell_start=on_start, on_cell_executed=on_done)
     start = time.perf_counter()
     client.execute()
-    seconds = time.perf_counter() - start
+    seconds = time.perf_counter() - start - cell_seconds[-1]
+    probe = notebook.cells.pop()
+    del cell_seconds[cells:]
+    notebook.metadata.setdefault("course", {})["built_with"] = _read_probe(probe)
     if save:
         text = nbformat.writes(notebook)
         write_text_atomically(path, text if text.endswith("\n") else text + "\n")
     return Run(notebook, seconds, cell_seconds)
+
+
+def _read_probe(cell: nbformat.NotebookNode) -> dict[str, object]:
+    text = "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream")
+    line = next((x for x in text.splitlines() if x.startswith(_MARK)), None)
+    if line is None:
+        raise RuntimeError(f"the kernel did not say what it runs on; it printed {text!r}")
+    info: dict[str, object] = json.loads(line[len(_MARK):])
+    info["date"] = dt.datetime.now(dt.UTC).date().isoformat()
+    return {key: info.get(key) for key in BUILT_WITH_KEYS}
+
+
+def built_with(notebook: nbformat.NotebookNode) -> dict[str, object] | None:
+    """What built a notebook's saved outputs (``course.built_with``), or None if not recorded."""
+    record = notebook.metadata.get("course", {}).get("built_with")
+    return dict(record) if record else None
+
+
+def describe_build(record: dict[str, object]) -> str:
+    """One sentence for readers: "Outputs from a real-configuration run on 2026-11-23 with
+    PyTorch 2.13.0+cpu on the CPU (NumPy 2.3.1, Python 3.11.7)." """
+    device = record.get("device") or "cpu"
+    where = "on the CPU" if device == "cpu" else f"on {device}"
+    torch = f"PyTorch {record['torch']}" if record.get("torch") else "no PyTorch"
+    extras = ", ".join(f"{name} {record[key]}" for key, name in
+                       (("numpy", "NumPy"), ("python", "Python")) if record.get(key))
+    scale = "smoke-test" if record.get("scale") == "quick" else "real-configuration"
+    return (f"Outputs from a {scale} run on {record.get('date', 'an unrecorded date')} with "
+            f"{torch} {where}" + (f" ({extras})." if extras else "."))
 
 
 def execute_notebook(path: str | Path, timeout: float | None = None) -> float:

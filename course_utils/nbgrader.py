@@ -131,7 +131,7 @@ def nbgrader_source(solution: nbformat.NotebookNode, exercise_id: str,
     exercise = get_exercise(exercise_id)
     calls = _checks_by_call(exercise_id)
     notebook = nbformat.from_dict(nbformat.v4.new_notebook(
-        metadata={k: v for k, v in solution.metadata.items() if k != "widgets"}))
+        metadata={k: v for k, v in solution.metadata.items() if k not in ("widgets", "course")}))
     tested: dict[str, int] = {}
     answered: dict[str, int] = {}
     ids: set[str] = set()

@@ -21,6 +21,7 @@ from browser import headless_chromium, needs_chromium, screenshot_folder
 from helpers import ROOT
 
 from course_utils import book
+from course_utils.execute import built_with, describe_build
 
 pytestmark = pytest.mark.skipif(
     bool(book.missing_packages()),
@@ -125,7 +126,15 @@ def test_equations_are_math_markup_for_mathjax(site):
     text = html.read_text(encoding="utf-8")
     assert re.search(r'class="math[^"]*">\\\(', text), "inline math is not \\( ... \\)"
     assert re.search(r'class="math[^"]*">\s*\\\[', text) or "$$" in text, "no display math"
-    assert "mathjax" in text.lower()
+    # MathJax is part of the site, so equations are typeset with no network
+    scripts = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', text, flags=re.IGNORECASE)
+    assert scripts, "no MathJax script on the page"
+    for src in scripts:
+        target = local_target(html, src)
+        assert target and target[0].is_file(), f"MathJax is loaded from outside the site: {src}"
+    assert not re.search(r'src="https?://[^"]*mathjax', text, flags=re.IGNORECASE)
+    fonts = site / "_static" / "mathjax" / "output" / "chtml" / "fonts" / "woff-v2"
+    assert any(fonts.glob("MathJax_Main-Regular.woff")), "MathJax's fonts are not in the site"
 
 
 def test_all_figures_are_in_the_site_once_each(site):
@@ -160,6 +169,18 @@ def test_landing_page_is_the_readme_with_links_to_the_notebook_pages(site):
         if notebook.parent.name != "solutions":
             assert f'href="{notebook.parent.name}/{notebook.stem}.html' in index, notebook.name
     assert ".ipynb\"" not in index  # no link to a raw notebook
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_a_page_with_outputs_says_what_built_them(site, notebook):
+    text = re.sub(r"<[^>]+>", "", page_of(site, notebook).read_text(encoding="utf-8"))
+    record = built_with(nbformat.read(notebook, as_version=4))
+    if notebook.parent.name == "exercises":  # no outputs: nothing built them
+        assert record is None and "Outputs from a" not in text
+        return
+    assert record, f"{notebook.name} does not record what built it: re-run it with course-execute"
+    assert describe_build(record) in " ".join(text.split())
+    assert f"PyTorch {record['torch']}" in text
 
 
 def test_the_command_leaves_out_the_solutions_and_says_where_the_site_is(tmp_path, capsys):
@@ -238,6 +259,16 @@ def test_landing_page_and_notebook_3_in_a_browser(site, tmp_path):
                 "return Array.from(document.images).filter(i => !i.complete "
                 "|| i.naturalWidth === 0).map(i => i.src)")
             assert not broken, broken
+            if name == "site-notebook-3.png":  # typeset by the site's own MathJax, offline
+                driver.set_script_timeout(30)
+                typeset = driver.execute_async_script(
+                    "const done = arguments[arguments.length - 1];"
+                    "if (!window.MathJax || !MathJax.startup) { done(-1); return; }"
+                    "MathJax.startup.promise.then("
+                    "  () => done(document.querySelectorAll('mjx-container').length),"
+                    "  () => done(-2));")
+                assert typeset >= markdown_math(ROOT / "notebooks" / "03_reversal_task.ipynb"), (
+                    f"MathJax typeset {typeset} equations (-1: not loaded, -2: failed)")
             driver.save_screenshot(str(folder / name))
             pixels = matplotlib.image.imread(folder / name)
             assert pixels.shape[1] == 1280 and pixels.std() > 0.05, "a blank page"

@@ -76,6 +76,16 @@ def test_outputs_and_counts_are_cleared():
     cell.execution_count = 3
     student = strip_solutions(notebook(cell))
     assert student.cells[0].outputs == [] and student.cells[0].execution_count is None
+    assert student.metadata.get("course") is None
+
+
+def test_the_solutions_build_record_is_not_copied_but_other_course_metadata_is():
+    solution = notebook(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION"))
+    solution.metadata["course"] = {"built_with": {"torch": "2.13.0+cpu"}}
+    assert "course" not in strip_solutions(solution).metadata
+    solution.metadata["course"] = {"built_with": {"torch": "2.13.0+cpu"}, "note": "kept"}
+    assert strip_solutions(solution).metadata["course"] == {"note": "kept"}
+    assert solution.metadata["course"]["built_with"]  # the solution itself is left alone
 
 
 @pytest.mark.parametrize(

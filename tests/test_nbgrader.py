@@ -60,6 +60,7 @@ def test_export_is_nbgraders_course_layout(exported):
 def test_every_part_is_an_nbgrader_cell_worth_its_points(exported, assignment):
     notebook = nbformat.read(exported / "source" / assignment / ASSIGNMENTS[assignment], 4)
     exercise = get_exercise(assignment)
+    assert "course" not in notebook.metadata  # no record of a run: the source has no outputs
     cells = [(cell, nbgrader_meta(cell)) for cell in notebook.cells]
     tests = {m["grade_id"]: m["points"] for c, m in cells if m.get("grade") and not m["solution"]}
     answers = {m["grade_id"]: m["points"] for c, m in cells if m.get("grade") and m["solution"]}

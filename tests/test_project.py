@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from helpers import ROOT
 
+from course_utils.execute import built_with
 from course_utils.kernel import KERNEL_NAME
 
 # conda-forge names that differ from PyPI's
@@ -38,12 +39,14 @@ def pyproject_dependencies(extras: bool = False) -> dict[str, str]:
 
 
 def conda_dependencies() -> dict[str, str]:
+    """environment.yml's packages, those of its ``pip:`` list (not on conda-forge) included."""
     deps, inside = {}, False
     for line in (ROOT / "environment.yml").read_text().splitlines():
+        item = re.match(r"(  |      )- (.+)", line)
         if line.startswith("dependencies:"):
             inside = True
-        elif inside and line.startswith("  - "):
-            name, spec = split_requirement(line[4:])
+        elif inside and item and item.group(2).strip() != "pip:":
+            name, spec = split_requirement(item.group(2).split("#")[0])
             if name not in NOT_PACKAGES:
                 deps[CONDA_TO_PYPI.get(name, name)] = spec
         elif inside and line.strip() and not line.startswith(" "):
@@ -87,6 +90,30 @@ def test_lecture_and_solution_notebooks_carry_outputs_of_a_real_run(path):
         assert not any(o.output_type == "error" for o in cell.outputs), cell.source[:80]
         text = "".join(o.get("text", "") for o in cell.outputs)
         assert "smoke-test scale" not in text, "committed outputs must come from the real run"
+
+
+@pytest.mark.parametrize("path", LECTURES + SOLUTIONS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_committed_outputs_record_the_pytorch_that_built_them(path):
+    record = built_with(nbformat.read(path, as_version=4))
+    assert record, "no course.built_with record: re-run it with course-execute"
+    assert record["torch"] and record["scale"] == "real", record
+
+
+@pytest.mark.parametrize("path", EXERCISES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_exercises_carry_no_build_record(path):
+    assert built_with(nbformat.read(path, as_version=4)) is None, "regenerate with course-exercises"
+
+
+#: A PyTorch build named in prose ("2.13.0+cpu", "cu130", "the CPU build of PyTorch 2.13").
+BUILD_NAME = re.compile(r"\b\d+\.\d+\.\d+\+(cpu|cu\d+)|\bcu1\d\d\b|PyTorch \d+\.\d+")
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_no_prose_depends_on_the_build(path):
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type == "markdown":
+            found = BUILD_NAME.search(cell.source)
+            assert not found, f"prose names a PyTorch build: {found.group(0)!r}"
 
 
 def test_readme_quickstart_has_two_commands_and_ci_runs_the_test_one():
