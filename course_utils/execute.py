@@ -41,12 +41,15 @@ BUILT_WITH_KEYS = ("torch", "cuda", "device", "numpy", "python", "scale", "date"
 #: saving: it prints one JSON line of what the kernel runs on.
 _PROBE = """\
 def _course_built_with():
-    import json, os, platform
+    import json, platform
     info = {"python": platform.python_version(), "torch": None, "cuda": None,
             "device": "cpu", "numpy": None}
     try:
         import numpy
         info["numpy"] = numpy.__version__
+    except ImportError:
+        pass
+    try:
         import torch
     except ImportError:
         pass
@@ -57,8 +60,6 @@ def _course_built_with():
             info["device"] = torch.cuda.get_device_name(0)
         elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
             info["device"] = "mps"
-    quick = os.environ.get("COURSE_QUICK", "").strip().lower() in ("1", "true", "yes", "on")
-    info["scale"] = "quick" if quick else "real"
     print("COURSE-BUILT-WITH " + json.dumps(info))
 _course_built_with()
 del _course_built_with
@@ -114,6 +115,10 @@ def _read_probe(cell: nbformat.NotebookNode) -> dict[str, object]:
     if line is None:
         raise RuntimeError(f"the kernel did not say what it runs on; it printed {text!r}")
     info: dict[str, object] = json.loads(line[len(_MARK):])
+    from course_utils.config import quick_mode  # imports torch: only once a notebook has run
+
+    # the kernel runs with this process's environment, so its scale is this one's
+    info["scale"] = "quick" if quick_mode() else "real"
     info["date"] = dt.datetime.now(dt.UTC).date().isoformat()
     return {key: info.get(key) for key in BUILT_WITH_KEYS}
 
@@ -158,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
         except CellExecutionError as error:
             print(f"error: {path} stopped at a failing cell; the file is unchanged.\n{error}",
                   file=sys.stderr)
+            return 1
+        except RuntimeError as error:  # a dead kernel, or a record of the build it could not give
+            print(f"error: {path}: {error}; the file is unchanged", file=sys.stderr)
             return 1
         print(f"ran {path} in {seconds / 60:.1f} min")
     return 0

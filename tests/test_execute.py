@@ -101,3 +101,13 @@ def test_the_record_is_read_as_one_sentence():
     assert describe_build(gpu).startswith(
         "Outputs from a smoke-test run on 2026-11-23 with PyTorch 2.14.1+cu130 on NVIDIA H100")
     assert built_with(nbf.new_notebook()) is None
+
+
+def test_a_kernel_that_cannot_say_what_it_runs_on_leaves_the_file_alone(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    before = _write(path, "import os, sys\nsys.stdout = open(os.devnull, 'w')")
+    with pytest.raises(RuntimeError, match="did not say what it runs on"):
+        run_notebook(path)
+    assert path.read_text() == before
+    assert main([str(path)]) == 1
+    assert path.read_text() == before
