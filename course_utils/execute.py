@@ -31,8 +31,8 @@ from nbclient.exceptions import CellExecutionError
 
 from course_utils.files import write_text_atomically
 
-__all__ = ["BUILT_WITH_KEYS", "Run", "built_with", "describe_build", "execute_notebook", "main",
-           "run_notebook"]
+__all__ = ["BUILT_WITH_KEYS", "Run", "built_with", "describe_build", "drop_build_record",
+           "execute_notebook", "main", "run_notebook"]
 
 #: What ``course.built_with`` holds, the date and the scale included.
 BUILT_WITH_KEYS = ("torch", "cuda", "device", "numpy", "python", "scale", "date")
@@ -127,6 +127,16 @@ def built_with(notebook: nbformat.NotebookNode) -> dict[str, object] | None:
     """What built a notebook's saved outputs (``course.built_with``), or None if not recorded."""
     record = notebook.metadata.get("course", {}).get("built_with")
     return dict(record) if record else None
+
+
+def drop_build_record(notebook: nbformat.NotebookNode) -> None:
+    """Remove ``course.built_with`` (and ``course`` if nothing else is left in it): for a copy
+    without outputs, which nothing built."""
+    course = notebook.metadata.get("course")
+    if isinstance(course, dict):
+        course.pop("built_with", None)
+        if not course:
+            notebook.metadata.pop("course")
 
 
 def describe_build(record: dict[str, object]) -> str:

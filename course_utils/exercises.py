@@ -33,6 +33,7 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.execute import drop_build_record
 from course_utils.files import write_text_atomically
 
 __all__ = [
@@ -132,17 +133,8 @@ def strip_solutions(
     if total == 0:
         raise ExerciseFormatError(f"{name}: no {BEGIN!r} regions found; nothing to hide")
     student.metadata.pop("widgets", None)
-    _drop_build_record(student.metadata)
+    drop_build_record(student)  # no outputs: nothing built the student's copy
     return student
-
-
-def _drop_build_record(metadata: nbformat.NotebookNode) -> None:
-    """A student notebook has no outputs, so nothing "built" it: drop the solution's record."""
-    course = metadata.get("course")
-    if isinstance(course, dict):
-        course.pop("built_with", None)
-        if not course:
-            metadata.pop("course")
 
 
 def notebook_text(notebook: nbformat.NotebookNode) -> str:

@@ -352,9 +352,21 @@ def _result(raw: object) -> dict:
         raise CheckFailed("FixedContextDecoder reported no result")
     if raw.get("not_implemented"):
         raise NotImplementedError
-    if raw.get("error"):
-        raise CheckFailed(str(raw["error"])[:1000])
+    _raise_reported(raw, "error")
     return raw
+
+
+def _raise_reported(raw: dict, key: str) -> None:
+    """Fail with the error the kernel reported under ``key``, if any."""
+    if raw.get(key):
+        raise CheckFailed(str(raw[key])[:1000])
+
+
+def _require_no_weights(raw: dict, right: str, position: str) -> None:
+    """The vanilla decoder returns ``None`` for the attention weights: one point less if not."""
+    if raw.get("weights_none") is not True:
+        raise CheckFailed(f"{right}, but the vanilla decoder has no attention weights: return "
+                          f"None as the {position} value", points=1)
 
 
 def _judge_context(raw: object, seed: int) -> str:
@@ -383,11 +395,8 @@ def _judge_context(raw: object, seed: int) -> str:
         _raise_named(context, _context_mistakes(memory, lengths))
         raise CheckFailed(f"the context differs from the encoder's final states for {_GIVEN}: "
                           "[forward half at the last real token; backward half at position 0]")
-    if raw.get("weights_none") is not True:
-        raise CheckFailed("right context, but the vanilla decoder has no attention weights: "
-                          "return None as the second value", points=1)
-    if raw.get("grad_error"):
-        raise CheckFailed(str(raw["grad_error"])[:1000])
+    _require_no_weights(raw, "right context", "second")
+    _raise_reported(raw, "grad_error")
     outputs = memory.encoder_outputs
     half = outputs.shape[-1] // 2
     want = torch.zeros_like(outputs)  # 1 at the positions read, 0 elsewhere
@@ -459,11 +468,8 @@ def check_vanilla_step(run: Callable) -> str:
         _raise_named(new_state, mistakes)
         raise CheckFailed("the new state s_i differs from the library's: "
                           "s_i = GRUCell([y_(i-1); c], s_(i-1))")
-    if raw.get("weights_none") is not True:
-        raise CheckFailed("right state and context, but the vanilla decoder has no "
-                          "attention weights: return None as the third value", points=1)
-    if raw.get("sentences_error"):
-        raise CheckFailed(str(raw["sentences_error"])[:1000])
+    _require_no_weights(raw, "right state and context", "third")
+    _raise_reported(raw, "sentences_error")
     if raw.get("later_error"):
         raise CheckFailed(f"{str(raw['later_error'])[:300]}. The first batch worked, so `step` "
                           "seems to keep anything of its own between calls (e.g. a context "
