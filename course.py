@@ -30,7 +30,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 STAMP_NAME = ".course-installed"
-KERNEL_NAME = "bahdanau-day10"  # course_utils.kernel.KERNEL_NAME (not importable before setup)
+KERNEL_NAME = "bahdanau-day10"  # course_utils.tools.kernel.KERNEL_NAME (not yet importable)
 #: PyTorch's documented index of CPU-only wheels (https://pytorch.org/get-started/locally/).
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
@@ -113,7 +113,7 @@ def ensure_environment(use_venv: bool, extras: tuple[str, ...] = (),
         run(python, "-m", "pip", "install", "--upgrade", "pip")
         install_torch(python)
         run(python, "-m", "pip", "install", "-e", str(ROOT))
-        run(python, "-m", "course_utils.kernel")
+        run(python, "-m", "course_utils.tools.kernel")
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(wanted + "\n")
     for extra in extras:
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             env.setdefault("COURSE_QUICK", "1")  # smoke-test scale unless told otherwise
             run(python, "-m", "pytest", *args.extra, cwd=ROOT, env=env)
         elif args.command == "book":
-            run(python, "-m", "course_utils.book", *args.extra, cwd=ROOT)
+            run(python, "-m", "course_utils.tools.book", *args.extra, cwd=ROOT)
     except subprocess.CalledProcessError as error:
         return error.returncode
     except KeyboardInterrupt:

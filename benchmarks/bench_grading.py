@@ -26,8 +26,8 @@ from pathlib import Path
 from jupyter_client.manager import start_new_kernel
 
 from course_utils.files import update_section
-from course_utils.grading import GradingLimits, grade_folder
-from course_utils.sandbox import detect
+from course_utils.tools.grading import GradingLimits, grade_folder
+from course_utils.tools.grading.sandbox import detect
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"

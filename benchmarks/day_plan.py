@@ -41,8 +41,8 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from course_utils.execute import run_notebook  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
+from course_utils.tools.execute import run_notebook  # noqa: E402
 
 WORDS_PER_MINUTE = 120
 CODE_LINES_PER_MINUTE = 10

@@ -26,7 +26,7 @@ from day_plan import NOTEBOOKS  # noqa: E402
 
 from course_utils.files import update_section  # noqa: E402
 
-RUNNER = ("import sys\nfrom course_utils.execute import run_notebook\n"
+RUNNER = ("import sys\nfrom course_utils.tools.execute import run_notebook\n"
           "run = run_notebook(sys.argv[1], save=False)\nprint(f'{run.seconds:.1f}')\n")
 BINDER_MB = 2048  # mybinder.org's guaranteed memory (its documentation says 1-2 GB)
 

@@ -1,33 +1,35 @@
-"""Helpers for the Day 10 course on Bahdanau (additive) attention.
+"""The lesson's library: what the day's notebooks build, made fast and tested.
 
-Small modules, one idea each:
+Small modules, one idea each, in the order the day meets them:
 
-- :mod:`course_utils.attention`: the NumPy reference, the PyTorch ``BahdanauAttention`` and the
-  ``Attention`` base it shares with the other scores (masking, softmax, context)
+- :mod:`course_utils.attention`: the NumPy reference (energies, softmax, context), the PyTorch
+  ``BahdanauAttention`` and the ``Attention`` base it shares with the other scores (masking,
+  softmax, context)
 - :mod:`course_utils.scores`: the other score functions (dot, general, scaled dot) behind the
-  interface of ``BahdanauAttention`` (:class:`course_utils.attention.Attention`)
-- :mod:`course_utils.models`: GRU encoder, attention and vanilla decoders, greedy decoding
+  same interface
+- :mod:`course_utils.models`: the GRU encoder, the attention and fixed-context decoders, and the
+  ``Seq2Seq`` model that joins them
 - :mod:`course_utils.data`: vocabulary, length-bucketed padded batches
-- :mod:`course_utils.training`: the training loop, history, attention snapshots, run settings
-- :mod:`course_utils.checkpoints`: safe checkpoints, and the names of run folders and files
+- :mod:`course_utils.training`: the training loop, its history, attention snapshots, run settings
 - :mod:`course_utils.decoding`: greedy decoding of a dataset, beam search
-- :mod:`course_utils.metrics`: scores: exact match, accuracy by length, BLEU
 - :mod:`course_utils.reversal`: notebook 3's reversal task: data, alignment score, settings
-- :mod:`course_utils.plotting`: attention heatmaps (one or a grid) and weight bar charts
+- :mod:`course_utils.multi30k`, :mod:`course_utils.text`: Multi30k (download, or its committed
+  sample) and Moses tokenization
+- :mod:`course_utils.translation`: English-to-German models end to end (presets, data,
+  training, the ``Translator``, BLEU on a test set)
+- :mod:`course_utils.metrics`: exact match, accuracy by length, BLEU with bootstrap intervals
 - :mod:`course_utils.alignment`: reading attention as an alignment (monotonic, reordering,
   many-to-one, entropy) and finding examples of each
+- :mod:`course_utils.plotting`: attention heatmaps (one or a grid), weight bar charts, diagrams
 - :mod:`course_utils.explorer`: the interactive translation and attention explorer
+- :mod:`course_utils.checkpoints`: safe checkpoints, and the names of run folders and files
 - :mod:`course_utils.config`: ``COURSE_QUICK`` scale and device choice
-- :mod:`course_utils.checks`: exercise checks students run and instructors grade with
-- :mod:`course_utils.exercises`: generate ``exercises/`` from ``solutions/``
-- :mod:`course_utils.grading`: ``course-grade``, grading a folder of submissions
-- :mod:`course_utils.sandbox`: the per-submission sandbox (Linux namespaces via ``unshare``)
-- :mod:`course_utils.multi30k`, :mod:`course_utils.text`, :mod:`course_utils.translation`:
-  Multi30k data (and its committed sample), tokenization, translating, BLEU
 - :mod:`course_utils.tensors`: tensor to NumPy, and an eval-mode context that restores the mode
-- :mod:`course_utils.execute`: ``course-execute``, re-running notebooks for their committed outputs
 - :mod:`course_utils.files`: atomic writes (nothing half-written on failure)
-- :mod:`course_utils.kernel`: register the Jupyter kernel the notebooks use
+
+Two folders are not the lesson: :mod:`course_utils.checks` holds the exercise checks students
+call, and :mod:`course_utils.tools` the tools that run the course (grading, the exercise
+generator, the nbgrader export, the website, the notebook runner, the kernel).
 """
 
 import importlib

@@ -20,8 +20,8 @@ import pytest
 from browser import headless_chromium, needs_chromium, screenshot_folder
 from helpers import ROOT
 
-from course_utils import book
-from course_utils.execute import built_with, describe_build
+from course_utils.tools import book
+from course_utils.tools.execute import built_with, describe_build
 
 pytestmark = pytest.mark.skipif(
     bool(book.missing_packages()),

@@ -7,7 +7,7 @@ import torch
 from matplotlib.figure import Figure
 
 from course_utils import plot_attention, plot_weights, quick_mode, scaled
-from course_utils.kernel import KERNEL_NAME, install_kernel
+from course_utils.tools.kernel import KERNEL_NAME, install_kernel
 
 
 @pytest.mark.parametrize("value, expected", [("1", True), ("true", True), ("0", False), ("", False)])

@@ -57,7 +57,7 @@ def test_unknown_command_is_refused():
 
 
 def test_lab_offers_the_course_kernel_by_default_and_trusts_the_notebooks():
-    from course_utils.kernel import KERNEL_NAME
+    from course_utils.tools.kernel import KERNEL_NAME
 
     assert course.KERNEL_NAME == KERNEL_NAME
     with mock.patch.object(course, "trust_notebooks") as trust:
@@ -125,7 +125,7 @@ def test_book_builds_the_site_with_the_book_extra_installed():
         assert course.main(["book", "--no-solutions"]) == 0
     assert env.call_args.kwargs == {"use_venv": True, "extras": ("book",),
                                     "extras_required": True}
-    assert run.call_args.args == ("python", "-m", "course_utils.book", "--no-solutions")
+    assert run.call_args.args == ("python", "-m", "course_utils.tools.book", "--no-solutions")
     with (mock.patch.object(course, "ensure_environment", return_value="python") as env,
           mock.patch.object(course, "run")):
         course.main(["test"])  # the tests build the site too: the extra if it can be had

@@ -10,7 +10,7 @@ import pytest
 import torch
 from nbclient.exceptions import CellExecutionError
 
-from course_utils.execute import (
+from course_utils.tools.execute import (
     BUILT_WITH_KEYS,
     built_with,
     describe_build,

@@ -7,8 +7,9 @@ import pytest
 from helpers import ROOT
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
-from course_utils import exercises, files
-from course_utils.exercises import (
+from course_utils import files
+from course_utils.tools import exercises
+from course_utils.tools.exercises import (
     ANSWER_STUB,
     CODE_STUB,
     ExerciseFormatError,

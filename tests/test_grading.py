@@ -7,7 +7,7 @@ import pytest
 from helpers import ROOT
 from nbformat.v4 import new_code_cell
 
-from course_utils.grading import GradingLimits, grade_folder, main
+from course_utils.tools.grading import GradingLimits, grade_folder, main
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.1-attention-by-hand.ipynb"
@@ -130,7 +130,7 @@ def test_grading_again_reuses_unchanged_results_and_only_regrades(graded):
     again = {r.student: r for r in grade_folder("E10.1", folder, out, limits=LIMITS,
                                                 progress=False)}
     assert (out / "grades.csv").read_text() == before  # idempotent
-    from course_utils.grading import REUSED
+    from course_utils.tools.grading import REUSED
 
     # honest grades are reused; a timeout, a crash or a memory stop is always tried again
     assert all((again[s].seconds == results[s].seconds) == (results[s].status in REUSED)
@@ -185,7 +185,7 @@ def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
 def test_the_reuse_key_covers_every_module_the_checks_can_call(tmp_path, monkeypatch):
     import shutil
 
-    from course_utils import grading
+    from course_utils.tools import grading
 
     package = tmp_path / "course_utils"
     shutil.copytree(grading.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
@@ -202,7 +202,7 @@ def test_the_histogram_leaves_matplotlib_as_it_found_it(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     from course_utils.checks import get_exercise
-    from course_utils.grading import GradeResult, _write_histogram
+    from course_utils.tools.grading import GradeResult, _write_histogram
 
     def no_switch(*args, **kwargs):
         raise AssertionError("the grader switched matplotlib's backend")
@@ -219,7 +219,7 @@ def test_killing_a_worker_works_where_process_groups_cannot_be_signalled(monkeyp
     import subprocess
     import sys
 
-    from course_utils import grading
+    from course_utils.tools import grading
 
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     monkeypatch.delattr(grading.os, "killpg")
@@ -228,7 +228,7 @@ def test_killing_a_worker_works_where_process_groups_cannot_be_signalled(monkeyp
 
 
 def test_the_summary_counts_notebooks_whose_cells_raised(graded):
-    from course_utils.grading import summary
+    from course_utils.tools.grading import summary
 
     _, _, results = graded
     text = summary("E10.1", list(results.values()))

@@ -14,8 +14,8 @@ import pytest
 from helpers import ROOT
 from nbformat.v4 import new_code_cell
 
-from course_utils.grading import GradingLimits, collect, grade_folder, main
-from course_utils.sandbox import detect
+from course_utils.tools.grading import GradingLimits, collect, grade_folder, main
+from course_utils.tools.grading.sandbox import detect
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
 LIMITS = GradingLimits(cell_seconds=20, total_seconds=90, memory_mb=3000)
@@ -195,7 +195,7 @@ def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
     out.mkdir()
     (out / "grades.csv").write_text("the earlier gradebook\n")
     process = subprocess.Popen(
-        [sys.executable, "-m", "course_utils.grading", "E10.1", str(subs), "--out", str(out),
+        [sys.executable, "-m", "course_utils.tools.grading", "E10.1", str(subs), "--out", str(out),
          "--quiet", "--jobs", "1", "--cell-timeout", "120"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(6)  # the first notebook is running
@@ -206,7 +206,7 @@ def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
     assert process.returncode == 130 and "interrupted" in err
     assert (out / "grades.csv").read_text() == "the earlier gradebook\n"
     leftovers = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "time.sleep(60)" not in leftovers and "course_utils.grading --worker" not in leftovers
+    assert "time.sleep(60)" not in leftovers and "course_utils.tools.grading --worker" not in leftovers
     assert not os.path.exists(out / "feedback")
 
 
@@ -244,7 +244,7 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
 
 
 def test_points_from_the_kernel_are_never_taken_and_unknown_parts_ignored():
-    from course_utils.grading import PART, GradeResult, _add_parts
+    from course_utils.tools.grading import PART, GradeResult, _add_parts
 
     result = GradeResult("x", "graded")
     _add_parts(result, "E10.1", [
@@ -258,7 +258,7 @@ def test_points_from_the_kernel_are_never_taken_and_unknown_parts_ignored():
 
 
 def test_points_a_kernel_claims_are_never_taken():
-    from course_utils.grading import PART, GradeResult, _add_parts
+    from course_utils.tools.grading import PART, GradeResult, _add_parts
 
     result = GradeResult("x", "graded")
     _add_parts(result, "E10.2", [
@@ -355,7 +355,7 @@ def test_forged_marks_end_at_the_honest_score(tmp_path):
 
 @pytest.mark.parametrize("sandbox", [None, pytest.param("unshare", marks=needs_sandbox)])
 def test_lines_written_to_the_workers_stdout_are_not_results(tmp_path, sandbox):
-    from course_utils.grading import MARKER, PART
+    from course_utils.tools.grading import MARKER, PART
 
     forged = json.dumps({"name": "energies", "points": 3, "message": "forged"})
     subs = tmp_path / "subs"
@@ -392,7 +392,7 @@ def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, s
 
 
 def test_folders_a_kernel_needs_under_tmp_are_kept_outermost_only(tmp_path):
-    from course_utils.sandbox import kept_under_tmp
+    from course_utils.tools.grading.sandbox import kept_under_tmp
 
     course = tmp_path / "course"
     (course / ".venv" / "bin").mkdir(parents=True)
@@ -407,7 +407,7 @@ def test_folders_a_kernel_needs_under_tmp_are_kept_outermost_only(tmp_path):
 
 
 def test_results_too_large_to_be_an_answer_score_zero_and_notes_stay_few(tmp_path):
-    from course_utils.grading import NOTES, PROBE_BYTES
+    from course_utils.tools.grading import NOTES, PROBE_BYTES
 
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -426,7 +426,7 @@ def test_results_too_large_to_be_an_answer_score_zero_and_notes_stay_few(tmp_pat
 
 
 def test_kernels_graded_at_once_share_the_cores(monkeypatch):
-    from course_utils import grading
+    from course_utils.tools import grading
 
     monkeypatch.setattr(grading.os, "cpu_count", lambda: 8)
     assert [grading.kernel_threads(jobs) for jobs in (0, 1, 2, 3, 8, 20)] == [8, 8, 4, 2, 1, 1]

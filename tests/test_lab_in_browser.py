@@ -25,7 +25,7 @@ import pytest
 from browser import free_port, headless_chromium, needs_chromium, screenshot_folder
 from helpers import ROOT
 
-from course_utils.kernel import KERNEL_NAME
+from course_utils.tools.kernel import KERNEL_NAME
 
 pytestmark = needs_chromium
 
@@ -93,7 +93,7 @@ def lab(tmp_path):
         KernelSpecManager().get_kernel_spec(KERNEL_NAME)
     except NoSuchKernel:
         pytest.fail(f"the course kernel {KERNEL_NAME!r} is not registered: "
-                    "python -m course_utils.kernel")
+                    "python -m course_utils.tools.kernel")
     settings = tmp_path / "lab-settings"
     for name, values in LAB_SETTINGS.items():
         (settings / name).parent.mkdir(parents=True, exist_ok=True)

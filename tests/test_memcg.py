@@ -9,7 +9,7 @@ import pytest
 from helpers import ROOT
 from nbformat.v4 import new_code_cell
 
-from course_utils.memcg import MemoryCgroup, own_memory_cgroup
+from course_utils.tools.grading.memcg import MemoryCgroup, own_memory_cgroup
 
 
 def fake_tree(tmp_path, layout):
@@ -98,7 +98,7 @@ def test_removing_a_group_ends_what_still_runs_in_it():
 
 
 def test_the_grader_counts_a_submissions_shared_memory(tmp_path):
-    from course_utils.grading import GradingLimits, grade_folder
+    from course_utils.tools.grading import GradingLimits, grade_folder
 
     real_group(1 << 20).remove()
     subs = tmp_path / "subs"

@@ -20,10 +20,10 @@ import pytest
 from helpers import ROOT
 
 from course_utils.checks import get_exercise, nbgrader_points
-from course_utils.exercises import BEGIN, END, ExerciseFormatError
-from course_utils.nbgrader import _called_check as called_check
-from course_utils.nbgrader import _checks_by_call as checks_by_call
-from course_utils.nbgrader import export_nbgrader, nbgrader_source
+from course_utils.tools.exercises import BEGIN, END, ExerciseFormatError
+from course_utils.tools.nbgrader import _called_check as called_check
+from course_utils.tools.nbgrader import _checks_by_call as checks_by_call
+from course_utils.tools.nbgrader import export_nbgrader, nbgrader_source
 
 NBGRADER = "0.9.6"
 ASSIGNMENTS = {"E10.1": "E10.1-attention-by-hand.ipynb",
@@ -41,7 +41,7 @@ def nbgrader_meta(cell) -> dict:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("nbgrader") / "course"
-    done = subprocess.run([sys.executable, "-m", "course_utils.exercises", "--nbgrader", str(out)],
+    done = subprocess.run([sys.executable, "-m", "course_utils.tools.exercises", "--nbgrader", str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     return out
@@ -141,7 +141,7 @@ def test_bad_output_folders_are_refused_and_nothing_is_half_written(tmp_path):
     empty.mkdir()
     export_nbgrader(ROOT / "solutions", empty)  # an empty folder is fine
     assert (empty / "nbgrader_config.py").exists()
-    done = subprocess.run([sys.executable, "-m", "course_utils.exercises", "--nbgrader",
+    done = subprocess.run([sys.executable, "-m", "course_utils.tools.exercises", "--nbgrader",
                            str(full)], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "is not empty" in done.stderr
 

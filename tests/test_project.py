@@ -10,8 +10,8 @@ import nbformat
 import pytest
 from helpers import ROOT
 
-from course_utils.execute import built_with
-from course_utils.kernel import KERNEL_NAME
+from course_utils.tools.execute import built_with
+from course_utils.tools.kernel import KERNEL_NAME
 
 # conda-forge names that differ from PyPI's
 CONDA_TO_PYPI = {"pytorch": "torch"}

@@ -30,7 +30,7 @@ Each exercise is an :class:`Exercise` that registers its checks and its manually
 questions; :func:`get_exercise` finds it by id (``"E10.1"``), and
 :meth:`Exercise.grade` runs every check against a notebook's namespace.
 :func:`nbgrader_points` runs one part's check in an nbgrader test cell (see
-:mod:`course_utils.nbgrader`).
+:mod:`course_utils.tools.nbgrader`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Every notebook's metadata names the kernel ``bahdanau-day10``. Registering it (which
 ``python course.py lab`` does) makes JupyterLab run the notebooks in the same Python
-environment that the tests use. ``python -m course_utils.kernel --user`` registers it for
+environment that the tests use. ``python -m course_utils.tools.kernel --user`` registers it for
 a Jupyter installed elsewhere.
 """
 

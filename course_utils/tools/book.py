@@ -12,9 +12,9 @@ device of the run, its scale and its date).
 
 Command line (what ``python3 course.py book`` runs, once the ``book`` extra is installed)::
 
-    python -m course_utils.book                  # writes _build/book/html
-    python -m course_utils.book --no-solutions   # the same site without the worked solutions
-    python -m course_utils.book --out DIR
+    python -m course_utils.tools.book                  # writes _build/book/html
+    python -m course_utils.tools.book --no-solutions   # the same site without the worked solutions
+    python -m course_utils.tools.book --out DIR
 
 The site is built in a temporary folder next to ``--out`` and moved into place only when
 Sphinx succeeds, so a failed build leaves the previous site (or none) and no half-written one.
@@ -36,8 +36,8 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.execute import built_with, describe_build
-from course_utils.exercises import BEGIN, END
+from course_utils.tools.execute import built_with, describe_build
+from course_utils.tools.exercises import BEGIN, END
 
 __all__ = [
     "BOOK_PACKAGES",
@@ -50,7 +50,7 @@ __all__ = [
     "missing_packages",
 ]
 
-COURSE = Path(__file__).resolve().parents[1]
+COURSE = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = Path("_build") / "book" / "html"
 
 #: What the site needs (import names); pyproject.toml's ``book`` extra installs them.
@@ -114,7 +114,7 @@ def _toctree(caption: str, documents: list[str]) -> str:
 
 
 CONF_PY = '''\
-# Written by course_utils.book for one build; edit course_utils/book.py instead.
+# Written by course_utils.tools.book for one build; edit course_utils/book.py instead.
 project = {title!r}
 author = "the course's authors"
 # githubpages: a .nojekyll file; sphinx-mathjax-offline: MathJax 3 copied into _static, so

@@ -16,7 +16,7 @@ Nothing here needs root or a setuid helper: user namespaces let an ordinary user
 the kernel allows it (most Linux distributions; some disable unprivileged user namespaces).
 :func:`detect` tries it once and says which sandbox is available, if any. Memory is limited by
 ``RLIMIT_DATA`` (set by the grader), which does not count shared memory, and, where the grader may
-create one, by a memory cgroup per submission (:mod:`course_utils.memcg`), which does.
+create one, by a memory cgroup per submission (:mod:`course_utils.tools.grading.memcg`), which does.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def _needed() -> list[Path]:
     """What a kernel started from this Python needs to read: the course and the Python."""
     import sys
 
-    return [Path(__file__).resolve().parents[1], Path(sys.prefix), Path(sys.exec_prefix),
+    return [Path(__file__).resolve().parents[3], Path(sys.prefix), Path(sys.exec_prefix),
             Path(sys.base_prefix), Path(sys.executable).resolve().parent]
 
 

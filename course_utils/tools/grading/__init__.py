@@ -23,9 +23,9 @@ Statuses: ``graded``; ``timeout`` (a cell or the whole notebook ran past its lim
 
 The limits protect a batch against accidents (endless loops, runaway memory, a dying kernel).
 On Linux, where user namespaces are allowed, each worker also runs in a sandbox
-(:mod:`course_utils.sandbox`: own PID and network namespaces, read-only files, a private
-``/tmp``, the submissions, the output folder and the cache key hidden). Kernels see a minimal
-environment (no instructor variables) and start from the grader's own Python.
+(:mod:`course_utils.tools.grading.sandbox`: own PID and network namespaces, read-only files, a
+private ``/tmp``, the submissions, the output folder and the cache key hidden). Kernels see a
+minimal environment (no instructor variables) and start from the grader's own Python.
 
 The kernel computes; the grader judges. The run's seed reaches the worker on its stdin and the
 kernel only with each probe cell, together with a tag the worker drew for that cell; a part
@@ -67,7 +67,7 @@ from typing import Any
 
 from course_utils.checks import get_exercise
 from course_utils.files import atomic_path, write_text_atomically
-from course_utils.memcg import MemoryCgroup
+from course_utils.tools.grading.memcg import MemoryCgroup
 
 __all__ = ["GradeResult", "GradingLimits", "grade_folder", "main"]
 
@@ -175,14 +175,14 @@ def _run_worker(notebook_path: str, exercise_id: str, cell_seconds: float,
                 seed: int | None = None) -> dict:
     """Execute one notebook and return its result as a dict. With ``hide`` (the sandbox), this
     process is the first of fresh namespaces: it reads the notebook, then shuts itself in
-    (:func:`course_utils.sandbox.enter`) before running any of it."""
+    (:func:`course_utils.tools.grading.sandbox.enter`) before running any of it."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
     raw = Path(notebook_path).read_bytes()
     if hide is not None:
-        from course_utils.sandbox import enter
+        from course_utils.tools.grading.sandbox import enter
 
         os.chdir(enter(hide))
     folder = Path.cwd()
@@ -314,7 +314,7 @@ def _limit_memory(memory_mb: int, cgroup: MemoryCgroup | None = None):
 
 
 #: The package whose code a grading run executes: the checks, and everything they call.
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 
 #: Statuses whose results are reused by a later run; a timeout or a crash is always retried.
 REUSED = ("graded", "not a notebook")
@@ -473,10 +473,10 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
     with tempfile.TemporaryDirectory(prefix="course-grade-") as folder:
         copy = Path(folder) / "submission.ipynb"
         shutil.copyfile(path, copy)
-        command = [sys.executable, "-m", "course_utils.grading", "--worker", str(copy),
+        command = [sys.executable, "-m", "course_utils.tools.grading", "--worker", str(copy),
                    exercise_id, str(limits.cell_seconds)]
         if sandbox is not None:
-            from course_utils.sandbox import wrap
+            from course_utils.tools.grading.sandbox import wrap
 
             command = wrap([*command, json.dumps(hide or [])])
         # The worker reports on a pipe of its own, which it keeps from the kernel: the
@@ -562,7 +562,8 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
 
 def memory_cgroup(memory_mb: int) -> MemoryCgroup | None:
     """A memory cgroup of ``memory_mb`` for one submission, on Linux where the grader may make
-    one (:mod:`course_utils.memcg`); ``None`` elsewhere, and the rlimit alone applies."""
+    one (:mod:`course_utils.tools.grading.memcg`); ``None`` elsewhere, and the rlimit alone
+    applies."""
     if not sys.platform.startswith("linux"):
         return None
     return MemoryCgroup.create(memory_mb * 1024 * 1024)
@@ -652,8 +653,8 @@ def grade_folder(
 ) -> list[GradeResult]:
     """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
 
-    ``sandbox``: ``"unshare"`` (see :mod:`course_utils.sandbox`) or ``None``. On Ctrl-C the
-    running workers are killed, nothing new starts, and nothing is written: the earlier
+    ``sandbox``: ``"unshare"`` (see :mod:`course_utils.tools.grading.sandbox`) or ``None``. On
+    Ctrl-C the running workers are killed, nothing new starts, and nothing is written: the earlier
     gradebook stays as it was.
     """
     exercise = get_exercise(exercise_id)
@@ -859,7 +860,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="isolate each submission (default: the best this machine offers)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
-    from course_utils.sandbox import detect
+    from course_utils.tools.grading.sandbox import detect
 
     available = detect()
     if args.sandbox == "unshare" and available is None:

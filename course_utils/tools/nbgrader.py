@@ -36,7 +36,8 @@ from pathlib import Path
 import nbformat
 
 from course_utils.checks import Check, get_exercise
-from course_utils.exercises import (
+from course_utils.files import _umask
+from course_utils.tools.exercises import (
     ANSWER_STUB,
     BEGIN,
     CODE_STUB,
@@ -45,7 +46,6 @@ from course_utils.exercises import (
     notebook_text,
     strip_solutions,
 )
-from course_utils.files import _umask
 
 __all__ = ["autograded_cell_source", "export_nbgrader", "nbgrader_source"]
 
@@ -58,7 +58,7 @@ CONFIG = f'''\
 #     nbgrader generate_assignment E10.1
 #     COURSE_QUICK=1 nbgrader autograde E10.1
 # The notebooks run in the course's kernel ("bahdanau-day10"): register it where nbgrader runs
-# (`python -m course_utils.kernel --user` in the course's environment).
+# (`python -m course_utils.tools.kernel --user` in the course's environment).
 c = get_config()  # noqa: F821 (nbgrader defines it)
 
 # The student version nbgrader releases reads as the course's own exercises/.

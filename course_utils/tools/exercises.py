@@ -20,7 +20,7 @@ Command line (installed as ``course-exercises``)::
 
     course-exercises            # regenerate exercises/ from solutions/
     course-exercises --check    # exit 1 if exercises/ is out of date
-    course-exercises --nbgrader OUT   # nbgrader source notebooks (course_utils.nbgrader)
+    course-exercises --nbgrader OUT   # nbgrader source notebooks (course_utils.tools.nbgrader)
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.execute import drop_build_record
 from course_utils.files import write_text_atomically
+from course_utils.tools.execute import drop_build_record
 
 __all__ = [
     "ExerciseFormatError",
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _export_nbgrader(solutions: Path, out: Path) -> int:
-    from course_utils.nbgrader import export_nbgrader  # imports the checks (and PyTorch)
+    from course_utils.tools.nbgrader import export_nbgrader  # imports the checks (and PyTorch)
 
     try:
         paths = export_nbgrader(solutions, out)

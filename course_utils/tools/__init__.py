@@ -1,0 +1,16 @@
+"""The tools that run the course: none of this is part of the lesson.
+
+- :mod:`course_utils.tools.grading`: ``course-grade``, grading a folder of submissions (its
+  intake, the worker that runs a notebook, supervision, sandbox and memory cgroup, the result
+  cache, judging, and the gradebook, feedback and histogram it writes)
+- :mod:`course_utils.tools.exercise_format`: the ``### BEGIN SOLUTION`` markers, and stripping
+  them into a student's version
+- :mod:`course_utils.tools.exercises`: ``course-exercises``, ``exercises/`` from ``solutions/``
+- :mod:`course_utils.tools.nbgrader`: the same exercises as nbgrader source notebooks
+- :mod:`course_utils.tools.book`: the course website (``python3 course.py book``)
+- :mod:`course_utils.tools.execute`: ``course-execute``, re-running notebooks for their outputs
+- :mod:`course_utils.tools.kernel`: ``course-kernel``, the Jupyter kernel the notebooks use
+
+The exercise checks that students call, and that the grader judges with, are in
+:mod:`course_utils.checks`.
+"""

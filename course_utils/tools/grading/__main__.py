@@ -1,0 +1,5 @@
+"""``python -m course_utils.tools.grading``: the same as ``course-grade``."""
+
+from course_utils.tools.grading import main
+
+raise SystemExit(main())
