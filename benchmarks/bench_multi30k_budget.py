@@ -10,7 +10,7 @@ with greedy decoding on test_2016_flickr (sacreBLEU, same signature as notebook 
 - **before**: the shallow output layer (logits straight from ``[s_i; c_i; y_{i-1}]`` onto the
   German vocabulary), the output layer run at every target slot including padding, and a
   greedy exact-match decoding of the validation set after every epoch; 5 epochs.
-- **after**: ``course_utils.translation.CPU`` as notebook 4 runs it: the paper's deep output
+- **after**: ``course_utils.translation_setup.CPU`` as notebook 4 runs it: the paper's deep output
   layer (maxout of width ``l``, then the vocabulary projection), the output layer only at real
   target positions, no exact match.
 
@@ -38,7 +38,8 @@ from course_utils.config import get_device  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 from course_utils.models import build_model  # noqa: E402
 from course_utils.training import History, seed_everything, train  # noqa: E402
-from course_utils.translation import CPU, QUICK, Multi30kConfig, evaluate_bleu, prepare_data  # noqa: E402
+from course_utils.translation import evaluate_bleu  # noqa: E402
+from course_utils.translation_setup import CPU, QUICK, Multi30kConfig, prepare_data  # noqa: E402
 
 SPLIT = "test_2016_flickr"
 GPU_NOTE = ("GPU: not measured in this run (no GPU was available). The GPU configuration "

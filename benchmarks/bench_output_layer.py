@@ -30,7 +30,7 @@ from course_utils.data import Vocab, iterate_batches, make_batches  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 from course_utils.models import build_model  # noqa: E402
 from course_utils.training import seed_everything, sequence_loss  # noqa: E402
-from course_utils.translation import CPU, QUICK, prepare_data  # noqa: E402
+from course_utils.translation_setup import CPU, QUICK, prepare_data  # noqa: E402
 
 WARM_UP = 3
 

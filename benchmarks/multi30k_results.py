@@ -26,7 +26,8 @@ from course_utils.checkpoints import MULTI30K_RUN, RunFolder, load_checkpoint
 from course_utils.config import get_device
 from course_utils.files import update_section
 from course_utils.metrics import LENGTH_BUCKETS, Interval, compare_by_length
-from course_utils.translation import CPU, GPU, TEST_SPLITS, Translator, evaluate_bleu, prepare_data
+from course_utils.translation import Translator, evaluate_bleu
+from course_utils.translation_setup import CPU, GPU, TEST_SPLITS, prepare_data
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,8 +15,10 @@ Small modules, one idea each, in the order the day meets them:
 - :mod:`course_utils.reversal`: notebook 3's reversal task: data, alignment score, settings
 - :mod:`course_utils.multi30k`, :mod:`course_utils.text`: Multi30k (download, or its committed
   sample) and Moses tokenization
-- :mod:`course_utils.translation`: English-to-German models end to end (presets, data,
-  training, the ``Translator``, BLEU on a test set)
+- :mod:`course_utils.translation_setup`: the English-to-German task's settings (presets at
+  each scale), its data, and notebook 4's checkpoints (or a small model trained in their place)
+- :mod:`course_utils.translation`: using a trained English-to-German model: the
+  ``Translator``, BLEU on a test set
 - :mod:`course_utils.metrics`: exact match, accuracy by length, BLEU with bootstrap intervals
 - :mod:`course_utils.alignment`: reading attention as an alignment (monotonic, reordering,
   many-to-one, entropy) and finding examples of each

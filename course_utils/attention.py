@@ -30,8 +30,10 @@ __all__ = [
     "AttentionResult",
     "BahdanauAttention",
     "additive_attention",
+    "check_mask",
     "entropy",
     "softmax",
+    "zero_padding",
 ]
 
 
@@ -135,6 +137,32 @@ def additive_attention(
 # ------------------------------------------------------------------------- PyTorch
 
 
+def check_mask(mask: torch.Tensor, batch: int, src_len: int) -> None:
+    """Raise ValueError unless ``mask`` is bool ``(batch, src_len)``, a real token per row.
+
+    :meth:`Attention.forward` checks its mask with it at every call; a decoder checks the
+    batch's mask once, before its first step, and then calls :meth:`Attention.attend`.
+    """
+    if mask.shape != (batch, src_len) or mask.dtype != torch.bool:
+        raise ValueError(
+            f"mask must be a bool tensor of shape (batch, src_len) = {(batch, src_len)}; "
+            f"got {mask.dtype} {tuple(mask.shape)}"
+        )
+    empty = ~mask.any(dim=1)
+    if empty.any():
+        rows = empty.nonzero().flatten().tolist()
+        raise ValueError(f"mask hides every source position in batch rows {rows}")
+
+
+def zero_padding(encoder_outputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """``encoder_outputs`` with the masked (padded) positions set to 0.
+
+    A weight of exactly 0 times a NaN or inf is still NaN, so padding must hold finite
+    values for the context to stay finite; a decoder calls this once per batch.
+    """
+    return encoder_outputs.masked_fill(~mask.unsqueeze(-1), 0.0)  # (batch, src_len, enc)
+
+
 class Attention(nn.Module):
     """What every score function shares: checks, masking, softmax and the context.
 
@@ -195,9 +223,9 @@ class Attention(nn.Module):
                 tuple(decoder_state.shape),
             )
         if mask is not None:
-            self.check_mask(mask, batch, src_len)
+            check_mask(mask, batch, src_len)
             # padding contributes nothing, even if the encoder left NaN or inf there
-            encoder_outputs = self.zero_padding(encoder_outputs, mask)
+            encoder_outputs = zero_padding(encoder_outputs, mask)
         if keys is None:
             keys = self.project_keys(encoder_outputs)  # (batch, src_len, key_dim)
         elif keys.shape != (batch, src_len, self.key_dim):
@@ -208,28 +236,6 @@ class Attention(nn.Module):
             )
         return self.attend(decoder_state, encoder_outputs, keys, mask)
 
-    @staticmethod
-    def check_mask(mask: torch.Tensor, batch: int, src_len: int) -> None:
-        """Raise ValueError unless ``mask`` is bool ``(batch, src_len)``, a real token per row."""
-        if mask.shape != (batch, src_len) or mask.dtype != torch.bool:
-            raise ValueError(
-                f"mask must be a bool tensor of shape (batch, src_len) = {(batch, src_len)}; "
-                f"got {mask.dtype} {tuple(mask.shape)}"
-            )
-        empty = ~mask.any(dim=1)
-        if empty.any():
-            rows = empty.nonzero().flatten().tolist()
-            raise ValueError(f"mask hides every source position in batch rows {rows}")
-
-    @staticmethod
-    def zero_padding(encoder_outputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """``encoder_outputs`` with the masked (padded) positions set to 0.
-
-        A weight of exactly 0 times a NaN or inf is still NaN, so padding must hold finite
-        values for the context to stay finite; a decoder calls this once per batch.
-        """
-        return encoder_outputs.masked_fill(~mask.unsqueeze(-1), 0.0)  # (batch, src_len, enc)
-
     def attend(
         self,
         decoder_state: torch.Tensor,
@@ -239,8 +245,8 @@ class Attention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """The computation of :meth:`forward` without its checks, for a decoder's inner loop.
 
-        The caller validates shapes and the mask once per batch (:meth:`check_mask`) and zeroes
-        the padded encoder outputs (:meth:`zero_padding`); checking the mask at every step would
+        The caller validates shapes and the mask once per batch (:func:`check_mask`) and zeroes
+        the padded encoder outputs (:func:`zero_padding`); checking the mask at every step would
         make the GPU wait for the CPU at every step.
         """
         energies = self.energies(decoder_state, keys)  # (batch, src_len)

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "update_section", "write_text_atomically"]
+__all__ = ["atomic_path", "current_umask", "update_section", "write_text_atomically"]
 
 
 @contextmanager
@@ -23,14 +23,15 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.close(fd)
     try:
         yield Path(tmp)
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes the file private; use the umask
+        os.chmod(tmp, 0o666 & ~current_umask())  # mkstemp makes the file private; use the umask
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
 
 
-def _umask() -> int:
+def current_umask() -> int:
+    """The process's file-creation mask (reading it means setting it, so it is set back)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask

@@ -9,13 +9,15 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sacrebleu.metrics import BLEU
 
 from course_utils.data import Pair
-from course_utils.models import Decoded
+
+if TYPE_CHECKING:  # only annotated: the scores need no model code at run time
+    from course_utils.decoding import Decoded
 
 __all__ = [
     "LENGTH_BUCKETS",

@@ -27,10 +27,9 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from course_utils.attention import Attention, BahdanauAttention
+from course_utils.attention import Attention, check_mask, zero_padding
 from course_utils.data import Vocab
 from course_utils.scores import SCORES, make_attention
-from course_utils.tensors import eval_mode
 
 #: The two orders of a decoding step: Bahdanau's (attend, then update) and Luong's (update,
 #: then attend, with input feeding).
@@ -39,10 +38,10 @@ ORDERS = ("bahdanau", "luong")
 __all__ = [
     "ORDERS",
     "AttentionDecoder",
-    "Decoded",
     "DecoderMemory",
     "DeepOutput",
     "Encoder",
+    "GRUDecoder",
     "LuongDecoder",
     "ModelConfig",
     "Seq2Seq",
@@ -146,10 +145,13 @@ class DeepOutput(nn.Module):
         return self.proj(t)  # W_o t_i
 
 
-class _GRUDecoder(nn.Module):
-    """What both decoders share: embedding, initial state, GRU cell, deep output layer.
+class GRUDecoder(nn.Module):
+    """What every decoder shares: embedding, initial state, GRU cell, deep output layer, and
+    the teacher-forced loop (:meth:`forward`) over its steps.
 
-    Subclasses say where the context of each step comes from (:meth:`prepare`, :meth:`context`).
+    Subclasses define where the context of each step comes from: :meth:`prepare` (the per-batch
+    :class:`DecoderMemory`, e.g. the attention keys) and :meth:`context` (one step's context
+    and attention weights); :class:`LuongDecoder` overrides :meth:`step` as well.
     """
 
     def __init__(
@@ -174,8 +176,8 @@ class _GRUDecoder(nn.Module):
         Padded positions of ``encoder_outputs`` are set to zero here, so that whatever the
         encoder left there (even NaN or inf) contributes nothing to any context.
         """
-        BahdanauAttention.check_mask(mask, *encoder_outputs.shape[:2])  # once, not every step
-        encoder_outputs = BahdanauAttention.zero_padding(encoder_outputs, mask)
+        check_mask(mask, *encoder_outputs.shape[:2])  # once, not every step
+        encoder_outputs = zero_padding(encoder_outputs, mask)
         return DecoderMemory(encoder_outputs, summary, mask)
 
     def context(
@@ -242,7 +244,7 @@ class _GRUDecoder(nn.Module):
         return logits, attention
 
 
-class AttentionDecoder(_GRUDecoder):
+class AttentionDecoder(GRUDecoder):
     """GRU decoder with Bahdanau attention over the encoder outputs."""
 
     def __init__(
@@ -267,7 +269,7 @@ class AttentionDecoder(_GRUDecoder):
         return self.attention.attend(state, memory.encoder_outputs, memory.keys, memory.mask)
 
 
-class LuongDecoder(_GRUDecoder):
+class LuongDecoder(GRUDecoder):
     """The other order of a decoding step (Luong, Pham & Manning 2015, with input feeding).
 
     Bahdanau's decoder attends with the *previous* state and feeds the context into the GRU.
@@ -321,7 +323,7 @@ class LuongDecoder(_GRUDecoder):
         return self.out(self.dropout(states[..., self.hidden_dim:]))
 
 
-class VanillaDecoder(_GRUDecoder):
+class VanillaDecoder(GRUDecoder):
     """The fixed-context decoder: the encoder's final states are the context of every step."""
 
     def context(
@@ -359,21 +361,10 @@ class ModelConfig:
         return asdict(self)
 
 
-@dataclass
-class Decoded:
-    """Greedy decoding of a batch, trimmed per sequence."""
-
-    tokens: list[list[int]]  # output ids per sequence, without EOS
-    lengths: torch.Tensor  # (batch,) output lengths (EOS excluded)
-    # per sequence (out_len + 1, src_len): one row per output token plus the step that
-    # produced EOS (out_len rows if it never did); None for the vanilla model
-    attention: list[torch.Tensor] | None
-
-
 class Seq2Seq(nn.Module):
-    """Encoder plus decoder, with teacher-forced training and batched greedy decoding."""
+    """Encoder plus decoder, run with teacher forcing (decoding: :mod:`course_utils.decoding`)."""
 
-    def __init__(self, encoder: Encoder, decoder: _GRUDecoder, config: ModelConfig | None = None):
+    def __init__(self, encoder: Encoder, decoder: GRUDecoder, config: ModelConfig | None = None):
         super().__init__()
         self.encoder = encoder
         self.decoder = decoder
@@ -402,65 +393,7 @@ class Seq2Seq(nn.Module):
         encoder_outputs, summary, mask = self.encode(src, src_lengths)
         return self.decoder(tgt_in, encoder_outputs, summary, mask, positions)
 
-    @torch.no_grad()
-    def greedy_decode(
-        self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int | None = None
-    ) -> Decoded:
-        """Decode a batch greedily; each sequence stops at its own EOS.
-
-        ``max_len`` (at least 1) defaults to twice the longest source plus 10 tokens.
-        """
-        if max_len is None:
-            max_len = 2 * int(src_lengths.max()) + 10
-        elif int(max_len) < 1:
-            raise ValueError(f"max_len must be at least 1 (or None for the default); got {max_len}")
-        with eval_mode(self):
-            return self._greedy(src, src_lengths, int(max_len))
-
-    def _greedy(self, src: torch.Tensor, src_lengths: torch.Tensor, max_len: int) -> Decoded:
-        batch, src_len = src.shape
-        encoder_outputs, summary, mask = self.encode(src, src_lengths)
-        decoder = self.decoder
-        memory = decoder.prepare(encoder_outputs, summary, mask)
-        state = decoder.initial_state(summary)  # (active, hidden_dim)
-        token = torch.full((batch,), Vocab.bos_id, dtype=torch.long, device=src.device)
-        active = torch.arange(batch, device=src.device)  # rows still decoding
-        tokens = torch.full((batch, max_len), Vocab.eos_id, dtype=torch.long, device=src.device)
-        # attention weights per step, only for a model that has them
-        weights = (torch.zeros(batch, max_len, src_len, device=src.device)
-                   if self.uses_attention else None)
-        lengths = torch.full((batch,), max_len, dtype=torch.long, device=src.device)
-        for i in range(max_len):
-            embedded = decoder.embedding(token)  # (active, embed_dim)
-            state, context, step_weights = decoder.step(embedded, state, memory)
-            token = decoder.predict(state, context, embedded).argmax(dim=-1)  # (active,)
-            tokens[active, i] = token
-            if weights is not None and step_weights is not None:
-                weights[active, i] = step_weights.float()
-            done = token == Vocab.eos_id
-            if bool(done.any()):  # finished rows leave the batch: no work spent on them
-                lengths[active[done]] = i
-                keep = ~done
-                active, state, token = active[keep], state[keep], token[keep]
-                memory = memory.select(keep)
-                if active.numel() == 0:
-                    break
-        lengths_list = lengths.tolist()
-        source_lengths = src_lengths.tolist()
-        rows = tokens.cpu().tolist()
-        result = [row[:n] for row, n in zip(rows, lengths_list)]
-        attention = None
-        if weights is not None:
-            weights = weights.cpu()
-            # keep the step that produced EOS: it shows where the model looked to stop
-            attention = [
-                weights[b, : min(n + 1, max_len), : source_lengths[b]]
-                for b, n in enumerate(lengths_list)
-            ]
-        return Decoded(result, torch.tensor(lengths_list), attention)
-
-
-def build_model(config: ModelConfig, decoder_class: type[_GRUDecoder] | None = None) -> Seq2Seq:
+def build_model(config: ModelConfig, decoder_class: type[GRUDecoder] | None = None) -> Seq2Seq:
     """A fresh model for ``config``: attention or vanilla, same sizes otherwise.
 
     ``decoder_class`` swaps in your own decoder: a subclass of :class:`VanillaDecoder` (or of
@@ -468,7 +401,7 @@ def build_model(config: ModelConfig, decoder_class: type[_GRUDecoder] | None = N
     ``step`` and keeps the layers, so a library model's weights load into it unchanged.
     Exercise E10.2 trains a model built this way with the student's fixed-context decoder.
     """
-    base: type[_GRUDecoder] = VanillaDecoder
+    base: type[GRUDecoder] = VanillaDecoder
     if config.attention:
         base = LuongDecoder if config.order == "luong" else AttentionDecoder
     if decoder_class is None:
@@ -483,7 +416,7 @@ def build_model(config: ModelConfig, decoder_class: type[_GRUDecoder] | None = N
     args = (config.tgt_vocab_size, config.embed_dim, config.decoder_dim or config.hidden_dim,
             encoder.output_dim)
     make: Any = decoder_class  # the constructor of the base class it subclasses
-    decoder: _GRUDecoder
+    decoder: GRUDecoder
     if config.attention:
         decoder = make(*args, config.attention_dim, dropout=config.dropout,
                        maxout_dim=config.maxout_dim, score=config.score)

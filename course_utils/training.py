@@ -46,7 +46,7 @@ __all__ = [
 class RunConfig:
     """Model sizes and training budget: the settings every task's configuration shares
     (:class:`course_utils.reversal.ReversalConfig`,
-    :class:`course_utils.translation.Multi30kConfig`), each adding its data settings."""
+    :class:`course_utils.translation_setup.Multi30kConfig`), each adding its data settings."""
 
     name: str = "cpu"
     embed_dim: int = 64

@@ -329,13 +329,13 @@ def test_what_is_not_a_decoder_class_is_named():
 
 
 def test_the_library_steps_are_put_back_whatever_the_check_found():
-    from course_utils.models import _GRUDecoder
+    from course_utils.models import GRUDecoder
 
-    before = (_GRUDecoder.step, VanillaDecoder.context)
+    before = (GRUDecoder.step, VanillaDecoder.context)
     checks.check_vanilla_step(decoder(step=lambda self, e, s, m: super(VanillaDecoder, self)
                                       .step(e, s, m)))
     checks.check_vanilla_context(decoder(context=lambda self, s, m: 1 / 0))
-    assert (_GRUDecoder.step, VanillaDecoder.context) == before
+    assert (GRUDecoder.step, VanillaDecoder.context) == before
 
 
 def test_training_uses_the_students_decoder_only_once_it_passes(capsys):

@@ -9,14 +9,15 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_utils import files
 from course_utils.tools import exercises
-from course_utils.tools.exercises import (
+from course_utils.tools.exercise_format import (
     ANSWER_STUB,
+    BEGIN,
     CODE_STUB,
+    END,
     ExerciseFormatError,
-    make_exercise,
-    render_exercise,
     strip_solutions,
 )
+from course_utils.tools.exercises import make_exercise, render_exercise
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 
@@ -37,16 +38,16 @@ def test_committed_exercise_equals_what_the_generator_produces(solution):
 def test_exercise_has_no_outputs_and_no_solution_code(solution):
     student = nbformat.read(ROOT / "exercises" / solution.name, as_version=4)
     for cell in student.cells:
-        assert exercises.BEGIN not in cell.source and exercises.END not in cell.source
+        assert BEGIN not in cell.source and END not in cell.source
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
     hidden = []
     for cell in nbformat.read(solution, as_version=4).cells:
         inside = False
         for line in cell.source.splitlines():
-            if line.strip() == exercises.BEGIN:
+            if line.strip() == BEGIN:
                 inside = True
-            elif line.strip() == exercises.END:
+            elif line.strip() == END:
                 inside = False
             elif inside and line.strip():
                 hidden.append(line.strip())

@@ -185,16 +185,16 @@ def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
 def test_the_reuse_key_covers_every_module_the_checks_can_call(tmp_path, monkeypatch):
     import shutil
 
-    from course_utils.tools import grading
+    from course_utils.tools.grading import cache
 
     package = tmp_path / "course_utils"
-    shutil.copytree(grading.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
-    monkeypatch.setattr(grading, "PACKAGE_DIR", package)
-    before = grading._digest(SOLUTION, "E10.3")
-    assert grading._digest(SOLUTION, "E10.3") == before  # stable
+    shutil.copytree(cache.PACKAGE_DIR, package, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setattr(cache, "PACKAGE_DIR", package)
+    before = cache.submission_digest(SOLUTION, "E10.3")
+    assert cache.submission_digest(SOLUTION, "E10.3") == before  # stable
     with open(package / "alignment.py", "a") as handle:  # not a check module, but called
         handle.write("\n# changed\n")
-    assert grading._digest(SOLUTION, "E10.3") != before
+    assert cache.submission_digest(SOLUTION, "E10.3") != before
 
 
 def test_the_histogram_leaves_matplotlib_as_it_found_it(tmp_path, monkeypatch):
@@ -202,7 +202,7 @@ def test_the_histogram_leaves_matplotlib_as_it_found_it(tmp_path, monkeypatch):
     import matplotlib.pyplot as plt
 
     from course_utils.checks import get_exercise
-    from course_utils.tools.grading import GradeResult, _write_histogram
+    from course_utils.tools.grading import GradeResult, write_histogram
 
     def no_switch(*args, **kwargs):
         raise AssertionError("the grader switched matplotlib's backend")
@@ -210,7 +210,7 @@ def test_the_histogram_leaves_matplotlib_as_it_found_it(tmp_path, monkeypatch):
     monkeypatch.setattr(matplotlib, "use", no_switch)
     open_figures = plt.get_fignums()
     results = [GradeResult("a", "graded", points={"x": 3.0}), GradeResult("b", "graded")]
-    _write_histogram(tmp_path / "h.png", get_exercise("E10.1"), results)
+    write_histogram(tmp_path / "h.png", get_exercise("E10.1"), results)
     assert (tmp_path / "h.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert plt.get_fignums() == open_figures  # no pyplot figure left behind
 
@@ -219,11 +219,11 @@ def test_killing_a_worker_works_where_process_groups_cannot_be_signalled(monkeyp
     import subprocess
     import sys
 
-    from course_utils.tools import grading
+    from course_utils.tools.grading import supervise
 
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    monkeypatch.delattr(grading.os, "killpg")
-    grading._kill_group(process)
+    monkeypatch.delattr(supervise.os, "killpg")
+    supervise.kill_group(process)
     assert process.returncode is not None  # stopped, not silently left running
 
 

@@ -138,9 +138,15 @@ def test_files_jupyter_opens_are_graded_and_ids_cannot_become_formulas(tmp_path)
     (subs / "lenient.ipynb").write_text(json.dumps(data))
     other = json.loads((ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb").read_text())
     (subs / "wrong_exercise.ipynb").write_text(json.dumps(other))
+    # saved by an older Jupyter: nbformat 3, cells inside a worksheet
+    nbformat.write(nbformat.convert(nbformat.read(SOLUTION, as_version=4), 3),
+                   subs / "old_jupyter.ipynb", version=3)
+    assert '"worksheets"' in (subs / "old_jupyter.ipynb").read_text()
     results = {r.student: r for r in grade_folder("E10.1", subs, tmp_path / "out",
                                                   limits=LIMITS, progress=False)}
     assert results["=HYPERLINK(1)"].total() == 8 and results["lenient"].total() == 8
+    assert results["old_jupyter"].status == "graded" and results["old_jupyter"].total() == 8
+    assert any("nbformat 3" in n for n in results["old_jupyter"].notes)
     assert any("does not follow the notebook format" in n for n in results["lenient"].notes)
     assert any("looks like a submission for E10.2" in n
                for n in results["wrong_exercise"].notes)
@@ -183,8 +189,8 @@ def test_feedback_escapes_what_the_student_controls_and_cuts_long_messages(tmp_p
     result = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)[0]
     md = (tmp_path / "out" / "feedback" / "loud.md").read_text()
     assert len(md) < 10_000 and result.total() == 8
-    assert "<script>" not in md and "\\<script\\>" in md  # no HTML from the student
-    assert "x\\</script\\> \\| **bold**" in md  # nor an extra table cell
+    assert "<" not in md and "&lt;script&gt;" in md  # no HTML from the student
+    assert "x&lt;/script&gt; \\| **bold**" in md  # nor an extra table cell
 
 
 def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
@@ -206,7 +212,7 @@ def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
     assert process.returncode == 130 and "interrupted" in err
     assert (out / "grades.csv").read_text() == "the earlier gradebook\n"
     leftovers = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-    assert "time.sleep(60)" not in leftovers and "course_utils.tools.grading --worker" not in leftovers
+    assert "time.sleep(60)" not in leftovers and "course_utils.tools.grading.worker" not in leftovers
     assert not os.path.exists(out / "feedback")
 
 
@@ -244,10 +250,10 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
 
 
 def test_points_from_the_kernel_are_never_taken_and_unknown_parts_ignored():
-    from course_utils.tools.grading import PART, GradeResult, _add_parts
+    from course_utils.tools.grading import PART, GradeResult, add_parts
 
     result = GradeResult("x", "graded")
-    _add_parts(result, "E10.1", [
+    add_parts(result, "E10.1", [
         PART + json.dumps({"name": "energies", "probe": {"points": 4000, "calls": []}}),
         PART + json.dumps({"name": "softmax", "probe": {"points": 2, "message": "correct"}}),
         PART + json.dumps({"name": "context", "points": 2, "message": "ok"}),
@@ -258,10 +264,10 @@ def test_points_from_the_kernel_are_never_taken_and_unknown_parts_ignored():
 
 
 def test_points_a_kernel_claims_are_never_taken():
-    from course_utils.tools.grading import PART, GradeResult, _add_parts
+    from course_utils.tools.grading import PART, GradeResult, add_parts
 
     result = GradeResult("x", "graded")
-    _add_parts(result, "E10.2", [
+    add_parts(result, "E10.2", [
         PART + json.dumps({"name": "vanilla_step", "probe": {"points": 4000, "message": "ok"}}),
         PART + json.dumps({"name": "vanilla_context", "probe": {"points": float("nan")}}),
         PART + json.dumps({"name": "plot_loss_curves", "probe": {"points": -5}}),
@@ -426,10 +432,10 @@ def test_results_too_large_to_be_an_answer_score_zero_and_notes_stay_few(tmp_pat
 
 
 def test_kernels_graded_at_once_share_the_cores(monkeypatch):
-    from course_utils.tools import grading
+    from course_utils.tools.grading import limits
 
-    monkeypatch.setattr(grading.os, "cpu_count", lambda: 8)
-    assert [grading.kernel_threads(jobs) for jobs in (0, 1, 2, 3, 8, 20)] == [8, 8, 4, 2, 1, 1]
-    env = grading._minimal_env(grading.kernel_threads(2))
+    monkeypatch.setattr(limits.os, "cpu_count", lambda: 8)
+    assert [limits.kernel_threads(jobs) for jobs in (0, 1, 2, 3, 8, 20)] == [8, 8, 4, 2, 1, 1]
+    env = limits.minimal_env(limits.kernel_threads(2))
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "4"
     assert env["COURSE_QUICK"] == "1"

@@ -8,8 +8,9 @@ import torch
 from helpers import ROOT
 
 from course_utils.data import collate
+from course_utils.decoding import Decoded
 from course_utils.metrics import accuracy_by_length, exact_match
-from course_utils.models import Decoded, ModelConfig, build_model
+from course_utils.models import ModelConfig, build_model
 from course_utils.reversal import (
     QUICK,
     REVERSAL,
@@ -123,7 +124,7 @@ def test_translation_configurations_skip_exact_match_and_share_the_run_shape():
 
     from course_utils.reversal import ReversalConfig
     from course_utils.training import RunConfig
-    from course_utils.translation import CPU, Multi30kConfig
+    from course_utils.translation_setup import CPU, Multi30kConfig
 
     assert CPU.train_options()["measure_exact_match"] is False
     assert "measure_exact_match" not in REVERSAL.train_options()

@@ -9,7 +9,7 @@ from helpers import ROOT
 
 from course_utils.checkpoints import load_checkpoint, save_checkpoint
 from course_utils.data import Vocab, collate
-from course_utils.decoding import greedy_decode_pairs
+from course_utils.decoding import greedy_decode, greedy_decode_pairs
 from course_utils.models import DeepOutput, ModelConfig, build_model
 from course_utils.reversal import make_reversal_pairs, reversal_vocab
 from course_utils.training import sequence_loss
@@ -178,7 +178,7 @@ def test_max_len_zero_is_an_error_not_no_limit():
     model = model_for()
     pairs = make_reversal_pairs(3, 2, 5, VOCAB, seed=1)
     batch = collate(pairs)
-    for call in (lambda: model.greedy_decode(batch.src, batch.src_lengths, max_len=0),
+    for call in (lambda: greedy_decode(model, batch.src, batch.src_lengths, max_len=0),
                  lambda: greedy_decode_pairs(model, pairs, max_len=0),
                  lambda: beam_search(model, pairs[0][0], beam_size=2, max_len=0)):
         with pytest.raises(ValueError, match="max_len must be at least 1"):
@@ -209,7 +209,7 @@ def test_decoding_restores_the_training_mode_even_after_an_error():
     assert model.training
     batch = collate(pairs)
     with pytest.raises(ValueError):
-        model.greedy_decode(batch.src, batch.src_lengths[:2])  # lengths of the wrong size
+        greedy_decode(model, batch.src, batch.src_lengths[:2])  # lengths of the wrong size
     assert model.training
 
 
@@ -244,7 +244,7 @@ def test_maxout_dim_zero_is_one_linear_layer_and_negative_is_refused():
 def test_deep_output_cuts_the_output_layers_arithmetic_at_multi30k_size():
     """The lesson's claim: with the CPU configuration's sizes and a ~7,800-word vocabulary the
     deep output needs at least 4x fewer multiply-adds per target token than the shallow one."""
-    from course_utils.translation import CPU
+    from course_utils.translation_setup import CPU
     d = CPU.hidden_dim + 2 * CPU.hidden_dim + CPU.embed_dim
     shallow = DeepOutput(d, 0, 7_800)
     deep = DeepOutput(d, CPU.maxout_dim, 7_800)

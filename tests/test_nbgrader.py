@@ -20,10 +20,13 @@ import pytest
 from helpers import ROOT
 
 from course_utils.checks import get_exercise, nbgrader_points
-from course_utils.tools.exercises import BEGIN, END, ExerciseFormatError
-from course_utils.tools.nbgrader import _called_check as called_check
-from course_utils.tools.nbgrader import _checks_by_call as checks_by_call
-from course_utils.tools.nbgrader import export_nbgrader, nbgrader_source
+from course_utils.tools.exercise_format import BEGIN, END, ExerciseFormatError
+from course_utils.tools.nbgrader import (
+    called_check,
+    checks_by_call,
+    export_nbgrader,
+    nbgrader_source,
+)
 
 NBGRADER = "0.9.6"
 ASSIGNMENTS = {"E10.1": "E10.1-attention-by-hand.ipynb",

@@ -99,7 +99,8 @@ def test_beam_scores_are_the_model_log_probabilities_and_attention_is_kept():
 
 def test_quick_translation_round_trip_gives_text_attention_and_bleu():
     from course_utils.training import seed_everything
-    from course_utils.translation import QUICK, evaluate_bleu, prepare_data, translate
+    from course_utils.translation import evaluate_bleu, translate
+    from course_utils.translation_setup import QUICK, prepare_data
 
     data = prepare_data(QUICK, splits=("train", "test_2016_flickr"))
     assert len(data.pairs["train"]) == QUICK.max_train

@@ -266,7 +266,7 @@ def test_the_widget_explorer_steps_through_decoding(translator):
 
 def test_notebook_4_checkpoints_are_found_by_epoch(tmp_path, monkeypatch):
     from course_utils.checkpoints import MULTI30K_RUN
-    from course_utils.translation import CPU, find_or_train_attention_checkpoints
+    from course_utils.translation_setup import CPU, find_or_train_attention_checkpoints
 
     monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
     monkeypatch.delenv("COURSE_QUICK", raising=False)
@@ -282,7 +282,11 @@ def test_notebook_4_checkpoints_are_found_by_epoch(tmp_path, monkeypatch):
 
 
 def test_missing_checkpoints_train_a_small_model_once(tmp_path, monkeypatch, capsys):
-    from course_utils.translation import QUICK, find_or_train_attention_checkpoints, small_config
+    from course_utils.translation_setup import (
+        QUICK,
+        find_or_train_attention_checkpoints,
+        small_config,
+    )
 
     monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
     monkeypatch.setenv("COURSE_QUICK", "1")

@@ -26,7 +26,9 @@ import numpy as np
 
 from course_utils.attention import additive_attention
 from course_utils.attention import softmax as reference_softmax
-from course_utils.checks import CheckFailed, Exercise, student_line, try_run
+from course_utils.checks.calling import CheckFailed, student_line, try_run
+from course_utils.checks.framework import Exercise
+from course_utils.checks.hints import named_mistake
 from course_utils.checks.probes import fresh_seed
 
 __all__ = ["EXERCISE", "INPUTS", "check_context", "check_energies", "check_most_attended",
@@ -184,15 +186,18 @@ def _energy_mistake(got: np.ndarray, inputs: dict[str, np.ndarray],
                     shapes_of: dict[str, np.ndarray] | None = None) -> str | None:
     """Name the mistake if ``got`` matches a common wrong formula on ``inputs``; the hint
     quotes the sizes of ``shapes_of`` (default: ``inputs``)."""
-    for hint, formula in _ENERGY_MISTAKES:
-        try:
-            with np.errstate(all="ignore"):
-                wrong = np.asarray(formula(*_args(inputs)), dtype=float)
-        except ValueError:  # this mistake cannot run on these shapes
-            continue
-        if _close(got, wrong):
-            return hint.format(**_sizes(inputs if shapes_of is None else shapes_of))
-    return None
+
+    def wrong_energies():
+        for hint, formula in _ENERGY_MISTAKES:
+            try:
+                with np.errstate(all="ignore"):
+                    yield np.asarray(formula(*_args(inputs)), dtype=float), hint
+            except ValueError:  # this mistake cannot run on these shapes
+                continue
+
+    hint = named_mistake(got, wrong_energies(), _close)
+    return None if hint is None else hint.format(
+        **_sizes(inputs if shapes_of is None else shapes_of))
 
 
 def _energies_raised(compute_energies: Callable, inputs: dict[str, np.ndarray],

@@ -12,12 +12,13 @@ grading run), load the same weights into the student's decoder and compare outpu
 - ``vanilla_step``: ``step(embedded, state, memory)`` must give the library's ``(s_i, c_i,
   None)``, so that the whole model's logits and greedy outputs equal the library's.
 
-Under ``course-grade`` both decoder parts are judged in the grader: their ``adapt`` runs the
-student's class in the kernel on the run's seed and reports plain data (the context and state
-tensors as arrays, logits, greedy tokens, gradients, whether the weights are ``None``); the
-grader rebuilds the same library model from the seed, computes every expected value and
-decides. For the step, the kernel also runs the student's ``step`` with a right context standing
-in, and the grader uses that run when the student's context does not pass.
+Under ``course-grade`` both decoder parts are judged in the grader: their ``adapt``
+(:mod:`course_utils.checks.decoders`) runs the student's class in the kernel on the run's seed
+and reports plain data (the context and state tensors as arrays, logits, greedy tokens,
+gradients, whether the weights are ``None``); the grader rebuilds the same library model from
+the seed, computes every expected value and decides. For the step, the kernel also runs the
+student's ``step`` with a right context standing in, and the grader uses that run when the
+student's context does not pass.
 
 Then three functions, called on small, known inputs:
 
@@ -32,8 +33,6 @@ The written comparison is graded by hand.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import contextmanager
-from dataclasses import replace
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -41,12 +40,22 @@ import sacrebleu
 import torch
 from matplotlib.figure import Figure
 
-from course_utils.checks import CheckFailed, Exercise, call_student
+from course_utils.checks.calling import CheckFailed, call_student
+from course_utils.checks.decoders import (
+    GIVEN,
+    adapt_context,
+    adapt_step,
+    close,
+    decoder_states,
+    fresh_model,
+    memory_of,
+)
+from course_utils.checks.framework import Exercise
+from course_utils.checks.hints import raise_named
 from course_utils.checks.probes import AxesData, FigureData, describe_figure, fresh_seed
-from course_utils.data import Vocab
+from course_utils.decoding import greedy_decode
 from course_utils.metrics import LENGTH_BUCKETS
-from course_utils.models import DecoderMemory, ModelConfig, Seq2Seq, VanillaDecoder, build_model
-from course_utils.models import _GRUDecoder as _LibraryStep
+from course_utils.models import DecoderMemory, VanillaDecoder
 from course_utils.training import History
 
 __all__ = [
@@ -61,282 +70,6 @@ __all__ = [
 
 EXERCISE = Exercise("E10.2", "Vanilla seq2seq against Bahdanau attention")
 BUCKETS = tuple(name for name, _, _ in LENGTH_BUCKETS)  # the lesson's buckets, one home
-
-# ------------------------------------------------------------------ the fixed-context decoder
-
-_CONFIG = ModelConfig(src_vocab_size=23, tgt_vocab_size=19, embed_dim=8, hidden_dim=6,
-                      attention_dim=6, attention=False, dropout=0.0, maxout_dim=4)
-_LENGTHS = (7, 3, 1, 5)  # padded to 7: one full row, a one-token sentence, two in between
-_GIVEN = "a batch of 4 sentences of 7, 3, 1 and 5 tokens (padded to 7)"
-
-
-class _Hidden(torch.Tensor):
-    """Stands in for ``memory.summary`` in the context check: any use of it fails, naming why."""
-
-    @classmethod
-    def __torch_function__(cls, func, types, args=(), kwargs=None):
-        raise CheckFailed("`context` reads `memory.summary`: that is the library's answer (the "
-                          "encoder computed it), and this check hides it. Read the final states "
-                          "from `memory.encoder_outputs`, using `memory.mask` to find each "
-                          "sentence's last real token")
-
-
-def _fresh(seed: int):
-    """A library vanilla model with random weights, and a padded batch for it."""
-    generator = torch.Generator().manual_seed(seed)
-    torch.manual_seed(seed)
-    library = build_model(_CONFIG).eval()
-    lengths = torch.tensor(_LENGTHS)
-    width = max(_LENGTHS)
-    src = torch.randint(4, _CONFIG.src_vocab_size, (len(_LENGTHS), width), generator=generator)
-    src[torch.arange(width)[None, :] >= lengths[:, None]] = Vocab.pad_id
-    tgt_in = torch.randint(4, _CONFIG.tgt_vocab_size, (len(_LENGTHS), 6), generator=generator)
-    tgt_in[:, 0] = Vocab.bos_id
-    return library, src, lengths, tgt_in
-
-
-def _student_class(decoder_class: object) -> type:
-    if not isinstance(decoder_class, type) or not issubclass(decoder_class, VanillaDecoder):
-        raise CheckFailed("FixedContextDecoder must be a class that subclasses the library's "
-                          "decoder: `class FixedContextDecoder(VanillaDecoder):`")
-    return decoder_class
-
-
-def _student_model(decoder_class: object, library: Seq2Seq) -> Seq2Seq:
-    """``decoder_class`` built like the library's decoder, holding the library's weights."""
-    decoder_class = _student_class(decoder_class)
-    try:
-        model = build_model(_CONFIG, decoder_class=decoder_class).eval()
-    except Exception as error:
-        raise CheckFailed(f"building your decoder like the library's failed with "
-                          f"{type(error).__name__}: {error}: keep VanillaDecoder's constructor "
-                          "(do not override __init__)") from None
-    try:
-        model.load_state_dict(library.state_dict())
-    except RuntimeError as error:
-        raise CheckFailed("the library's weights do not load into your decoder: keep its layers "
-                          f"as they are and add none ({str(error).splitlines()[0]})") from None
-    return model
-
-
-def _memory(library: Seq2Seq, src: torch.Tensor, lengths: torch.Tensor) -> DecoderMemory:
-    with torch.no_grad():
-        outputs, summary, mask = library.encode(src, lengths)
-        return library.decoder.prepare(outputs, summary, mask)
-
-
-@contextmanager
-def _library_steps_refused():
-    """While the student's decoder runs, the library's own ``step`` and ``context`` (reached by
-    ``super()``) fail with a message instead of doing the work."""
-    saved = _LibraryStep.step, VanillaDecoder.context
-
-    def refuse(what: str):
-        def refused(self, *args, **kwargs):
-            raise CheckFailed(f"your decoder calls the library's `{what}` (through `super()`): "
-                              "write it yourself")
-        return refused
-
-    setattr(_LibraryStep, "step", refuse("step"))  # noqa: B010 (mypy: no method assignment)
-    setattr(VanillaDecoder, "context", refuse("context"))  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(_LibraryStep, "step", saved[0])  # noqa: B010
-        setattr(VanillaDecoder, "context", saved[1])  # noqa: B010
-
-
-def _defines(decoder_class: type, method: str) -> None:
-    if method not in vars(decoder_class):
-        raise CheckFailed(f"FixedContextDecoder does not define `{method}`: write it in the class")
-
-
-def _close(a: object, b: torch.Tensor) -> bool:
-    return (isinstance(a, torch.Tensor) and a.shape == b.shape
-            and bool(torch.allclose(a.float(), b.float(), atol=1e-5)))
-
-
-def _raise_named(got: object, mistakes: list[tuple[torch.Tensor, str]]) -> None:
-    """Fail with the hint of the first known mistake that ``got`` equals, if any."""
-    for candidate, hint in mistakes:
-        if _close(got, candidate):
-            raise CheckFailed(hint)
-
-
-def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tuple[torch.Tensor,
-                                                                                    str]]:
-    outputs, summary = memory.encoder_outputs, memory.summary
-    half = outputs.shape[-1] // 2
-    rows = torch.arange(outputs.shape[0])
-    last = outputs[rows, lengths - 1]  # the whole vector at the last real token
-    final_states = "the encoder's final states, [forward at the last real token; backward at " \
-                   "the first]"
-    return [
-        (torch.cat([summary[:, half:], summary[:, :half]], -1),
-         "wrong concatenation order: the forward state comes first, then the backward one"),
-        (last, "you forgot the backward direction: at the last token its half of the output has "
-               "read only that token. The backward GRU reads right to left, so its final state "
-               "sits at position 0"),
-        (outputs[:, 0], "the forward half at position 0 has read only the first token: the "
-                        "forward GRU's final state sits at each sentence's last real token"),
-        (outputs[:, -1], "column -1 is padding (zeros) for every sentence shorter than the "
-                         "batch: use `memory.mask` to find each sentence's last real token"),
-        (torch.cat([outputs[:, -1, :half], summary[:, half:]], -1),
-         "the backward half is right, but the forward half comes from column -1, which is "
-         "padding for every sentence shorter than the batch: take it at each sentence's last "
-         "real token (from `memory.mask`)"),
-        (torch.cat([last[:, half:], outputs[:, 0, :half]], -1),
-         "the halves are swapped: take the first half (forward) at the last real token and the "
-         "second half (backward) at position 0"),
-        (outputs.sum(1) / lengths[:, None], f"that is the mean of the encoder outputs, not "
-                                            f"{final_states}"),
-        (outputs.mean(1), f"that is the mean of the encoder outputs (padding included), not "
-                          f"{final_states}"),
-    ]
-
-
-def _hidden() -> torch.Tensor:
-    return torch.empty(0).as_subclass(_Hidden)
-
-
-def _states(seed: int, n: int) -> torch.Tensor:
-    """``n`` decoder states for the batch, drawn from ``seed`` (the same in both processes)."""
-    generator = torch.Generator().manual_seed(seed + 1)
-    return torch.randn(n, len(_LENGTHS), _CONFIG.hidden_dim, generator=generator)
-
-
-def _data(value: object) -> object:
-    """A tensor the student's code returned, as a plain array for the grader (``None`` for
-    anything else: the grader then names what it expected)."""
-    if isinstance(value, torch.Tensor) and not isinstance(value, _Hidden):
-        return value.detach().float().cpu().numpy()
-    return None
-
-
-# ---------------------------------------------- the kernel's side: the student's class, run
-
-
-def _context_raw(decoder_class: type, seed: int) -> dict:
-    """The student's ``context`` on this seed's batch, as plain data: the pair it returned,
-    the context for two different decoder states, whether the weights are ``None``, and the
-    gradient its context passes back to the encoder outputs."""
-    library, src, lengths, _ = _fresh(seed)
-    model = _student_model(decoder_class, library)
-    _defines(decoder_class, "context")
-    memory = _memory(library, src, lengths)
-    hidden = replace(memory, summary=_hidden())
-    states = _states(seed, 2)
-    got = []
-    with torch.no_grad(), _library_steps_refused():
-        for state in states:
-            got.append(call_student(model.decoder.context, state, hidden, given=_GIVEN))
-    result = got[0]
-    raw: dict = {"pair": isinstance(result, tuple) and len(result) == 2,
-                 "type": type(result).__name__[:80]}
-    if not raw["pair"]:
-        return raw
-    context, weights = result
-    again = got[1][0] if isinstance(got[1], tuple) and got[1] else None
-    raw.update(hidden=isinstance(context, _Hidden), tensor=isinstance(context, torch.Tensor),
-               type=f"{type(context).__module__}.{type(context).__name__}"[:120],
-               context=_data(context), again=_data(again), weights_none=weights is None)
-    if raw["hidden"] or not raw["tensor"]:
-        return raw
-    # training needs the context to pass gradients back to the encoder outputs it read
-    outputs = memory.encoder_outputs.detach().clone().requires_grad_(True)
-    hidden = replace(memory, encoder_outputs=outputs, summary=_hidden())
-    try:
-        with torch.enable_grad(), _library_steps_refused():
-            context, _ = call_student(model.decoder.context, states[0], hidden, given=_GIVEN)
-            if isinstance(context, torch.Tensor) and context.requires_grad:
-                context.sum().backward()
-    except CheckFailed as failed:
-        raw["grad_error"] = failed.message
-    raw["grad"] = _data(outputs.grad)
-    return raw
-
-
-def _step_raw(decoder_class: type, seed: int) -> dict:
-    """The student's ``step`` (one step, whole sentences, greedy decoding, a second batch) on
-    this seed's batch, as plain data."""
-    library, src, lengths, tgt_in = _fresh(seed)
-    model = _student_model(decoder_class, library)
-    memory = _memory(library, src, lengths)
-    hidden = replace(memory, summary=_hidden())
-    embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
-    state = _states(seed, 1)[0]
-    given = f"{_GIVEN} and one step's embedded previous words"
-    with torch.no_grad(), _library_steps_refused():
-        result = call_student(model.decoder.step, embedded, state, hidden, given=given)
-        raw: dict = {"triple": isinstance(result, tuple) and len(result) == 3,
-                     "type": type(result).__name__[:80],
-                     "length": len(result) if isinstance(result, tuple) else None}
-        if not raw["triple"]:
-            return raw
-        new_state, context, weights = result
-        raw.update(state=_data(new_state), context=_data(context), weights_none=weights is None)
-        try:
-            raw["logits"] = _data(call_student(model, src, lengths, tgt_in, given=given)[0])
-        except CheckFailed as failed:
-            raw["sentences_error"] = failed.message
-            return raw
-        # greedy decoding drops finished sentences from the batch, and the same decoder then
-        # runs on a smaller batch: a step that keeps anything of its own between calls (a
-        # cached context, a counter) shows here, whatever the random inputs
-        few = slice(1, 3)
-        try:
-            raw["tokens"] = call_student(lambda: model.greedy_decode(src, lengths,
-                                                                     max_len=8).tokens,
-                                         given=f"{_GIVEN}, decoded greedily")
-            raw["few"] = _data(call_student(model, src[few, :int(lengths[few].max())],
-                                            lengths[few], tgt_in[few],
-                                            given="a second batch of 2 sentences")[0])
-        except CheckFailed as failed:
-            raw["later_error"] = failed.message
-    return raw
-
-
-def _reported(raw: Callable[[], dict]) -> dict:
-    """``raw()`` in the kernel, with the check's own refusals as data (``error``) and an
-    unwritten part as ``not_implemented``."""
-    try:
-        return raw()
-    except NotImplementedError:
-        return {"not_implemented": True}
-    except CheckFailed as failed:
-        return {"error": failed.message}
-
-
-def _adapt_context(decoder_class: object) -> Callable:
-    _student_class(decoder_class)
-
-    def run(seed: int) -> dict:
-        return _reported(lambda: _context_raw(decoder_class, seed))  # type: ignore[arg-type]
-
-    run.__name__ = "FixedContextDecoder"
-    return run
-
-
-def _adapt_step(decoder_class: object) -> Callable:
-    """The step's runs: the student's decoder as written (``own``), and with a right context
-    standing in for the student's (``alone``), which the grader judges when the student's
-    context does not pass; and the context's own run, from which the grader decides that."""
-    cls = _student_class(decoder_class)
-    alone = type("StepOnly", (cls,), {"context": _reference_context})
-
-    def run(seed: int) -> dict:
-        def step(decoder: type) -> dict:
-            library, *_ = _fresh(seed)
-            _student_model(cls, library)  # a class that does not build: named first
-            _defines(cls, "step")
-            return _step_raw(decoder, seed)
-
-        return {"context": _reported(lambda: _context_raw(cls, seed)),
-                "own": _reported(lambda: step(cls)), "alone": _reported(lambda: step(alone))}
-
-    run.__name__ = "FixedContextDecoder"
-    return run
-
 
 # ---------------------------------------------------- the grader's side: expected, and judged
 
@@ -378,8 +111,8 @@ def _judge_context(raw: object, seed: int) -> str:
         raise CheckFailed("`context` returns `memory.summary`: that is the library's answer, "
                           "and this check hides it. Read the final states from "
                           "`memory.encoder_outputs`, with `memory.mask`")
-    library, src, lengths, _ = _fresh(seed)
-    memory = _memory(library, src, lengths)
+    library, src, lengths, _ = fresh_model(seed)
+    memory = memory_of(library, src, lengths)
     expected = memory.summary
     context = _tensor(raw.get("context"))
     if not raw.get("tensor") or context is None:
@@ -387,13 +120,13 @@ def _judge_context(raw: object, seed: int) -> str:
                           f"got {str(raw.get('type'))[:120]}")
     if context.shape != expected.shape:
         raise CheckFailed(f"the context should be (batch, 2 * hidden_dim) = "
-                          f"{tuple(expected.shape)} for {_GIVEN}; got {tuple(context.shape)}")
-    if not _close(_tensor(raw.get("again")), context):
+                          f"{tuple(expected.shape)} for {GIVEN}; got {tuple(context.shape)}")
+    if not close(_tensor(raw.get("again")), context):
         raise CheckFailed("the context changes with the decoder state: the vanilla decoder's "
                           "context is the same vector at every step, whatever the state")
-    if not _close(context, expected):
-        _raise_named(context, _context_mistakes(memory, lengths))
-        raise CheckFailed(f"the context differs from the encoder's final states for {_GIVEN}: "
+    if not close(context, expected):
+        raise_named(context, _context_mistakes(memory, lengths), close)
+        raise CheckFailed(f"the context differs from the encoder's final states for {GIVEN}: "
                           "[forward half at the last real token; backward half at position 0]")
     _require_no_weights(raw, "right context", "second")
     _raise_reported(raw, "grad_error")
@@ -402,7 +135,7 @@ def _judge_context(raw: object, seed: int) -> str:
     want = torch.zeros_like(outputs)  # 1 at the positions read, 0 elsewhere
     want[torch.arange(len(lengths)), lengths - 1, :half] = 1
     want[:, 0, half:] = 1
-    if not _close(_tensor(raw.get("grad")), want):
+    if not close(_tensor(raw.get("grad")), want):
         raise CheckFailed("right values, but no gradient flows back from your context to the "
                           "encoder outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
                           "built from numbers?): training could not teach the encoder anything "
@@ -410,19 +143,43 @@ def _judge_context(raw: object, seed: int) -> str:
     return "the encoder's final states, read from its outputs"
 
 
+def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tuple[torch.Tensor,
+                                                                                    str]]:
+    outputs, summary = memory.encoder_outputs, memory.summary
+    half = outputs.shape[-1] // 2
+    rows = torch.arange(outputs.shape[0])
+    last = outputs[rows, lengths - 1]  # the whole vector at the last real token
+    final_states = "the encoder's final states, [forward at the last real token; backward at " \
+                   "the first]"
+    return [
+        (torch.cat([summary[:, half:], summary[:, :half]], -1),
+         "wrong concatenation order: the forward state comes first, then the backward one"),
+        (last, "you forgot the backward direction: at the last token its half of the output has "
+               "read only that token. The backward GRU reads right to left, so its final state "
+               "sits at position 0"),
+        (outputs[:, 0], "the forward half at position 0 has read only the first token: the "
+                        "forward GRU's final state sits at each sentence's last real token"),
+        (outputs[:, -1], "column -1 is padding (zeros) for every sentence shorter than the "
+                         "batch: use `memory.mask` to find each sentence's last real token"),
+        (torch.cat([outputs[:, -1, :half], summary[:, half:]], -1),
+         "the backward half is right, but the forward half comes from column -1, which is "
+         "padding for every sentence shorter than the batch: take it at each sentence's last "
+         "real token (from `memory.mask`)"),
+        (torch.cat([last[:, half:], outputs[:, 0, :half]], -1),
+         "the halves are swapped: take the first half (forward) at the last real token and the "
+         "second half (backward) at position 0"),
+        (outputs.sum(1) / lengths[:, None], f"that is the mean of the encoder outputs, not "
+                                            f"{final_states}"),
+        (outputs.mean(1), f"that is the mean of the encoder outputs (padding included), not "
+                          f"{final_states}"),
+    ]
+
+
 @EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder",
-                adapt=_adapt_context)
+                adapt=adapt_context)
 def check_vanilla_context(run: Callable) -> str:
     seed = fresh_seed(80)
     return _judge_context(run(seed), seed)
-
-
-def _reference_context(self, state, memory):
-    """The right context, read from the outputs (what the student's should do)."""
-    outputs, half = memory.encoder_outputs, memory.encoder_outputs.shape[-1] // 2
-    last = memory.mask.sum(1) - 1
-    rows = torch.arange(outputs.shape[0], device=outputs.device)
-    return torch.cat([outputs[rows, last, :half], outputs[:, 0, half:]], -1), None
 
 
 def _swapped_step(self, embedded, state, memory):
@@ -430,7 +187,7 @@ def _swapped_step(self, embedded, state, memory):
     return self.cell(torch.cat([context, embedded], -1), state), context, None
 
 
-@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder", adapt=_adapt_step)
+@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder", adapt=adapt_step)
 def check_vanilla_step(run: Callable) -> str:
     seed = fresh_seed(90)
     runs = run(seed)
@@ -447,10 +204,10 @@ def check_vanilla_step(run: Callable) -> str:
                           f"{str(raw.get('type'))[:80]}"
                           + (f" of {raw['length']}" if isinstance(raw.get("length"), int)
                              else ""))
-    library, src, lengths, tgt_in = _fresh(seed)
-    memory = _memory(library, src, lengths)
+    library, src, lengths, tgt_in = fresh_model(seed)
+    memory = memory_of(library, src, lengths)
     embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
-    state = _states(seed, 1)[0]
+    state = decoder_states(seed, 1)[0]
     with torch.no_grad():
         want_state, want_context, _ = library.decoder.step(embedded, state, memory)
         mistakes = [
@@ -461,11 +218,11 @@ def check_vanilla_step(run: Callable) -> str:
                     "to return"),
         ]
     new_state = _tensor(raw.get("state"))
-    if not _close(_tensor(raw.get("context")), want_context):
+    if not close(_tensor(raw.get("context")), want_context):
         raise CheckFailed("the second value must be this step's context c_i (from "
                           "`self.context(state, memory)`)")
-    if not _close(new_state, want_state):
-        _raise_named(new_state, mistakes)
+    if not close(new_state, want_state):
+        raise_named(new_state, mistakes, close)
         raise CheckFailed("the new state s_i differs from the library's: "
                           "s_i = GRUCell([y_(i-1); c], s_(i-1))")
     _require_no_weights(raw, "right state and context", "third")
@@ -476,12 +233,12 @@ def check_vanilla_step(run: Callable) -> str:
                           "saved on `self`): compute everything from its arguments")
     with torch.no_grad():
         want_logits, _ = library(src, lengths, tgt_in)
-        want_tokens = library.greedy_decode(src, lengths, max_len=8).tokens
+        want_tokens = greedy_decode(library, src, lengths, max_len=8).tokens
         few = slice(1, 3)
         want_few, _ = library(src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
     tokens = raw.get("tokens")
-    if not _close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
-            tokens, want_tokens) or not _close(_tensor(raw.get("few")), want_few):
+    if not close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
+            tokens, want_tokens) or not close(_tensor(raw.get("few")), want_few):
         raise CheckFailed("one step is right, but over whole sentences your decoder's outputs "
                           "differ from the library's: does `step` keep anything of its own "
                           "between calls (e.g. a context saved on `self`), or change `state` "

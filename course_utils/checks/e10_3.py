@@ -21,7 +21,8 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils import alignment
-from course_utils.checks import CheckFailed, Exercise, call_student
+from course_utils.checks.calling import CheckFailed, call_student
+from course_utils.checks.framework import Exercise
 from course_utils.checks.probes import fresh_seed
 
 __all__ = ["EXERCISE", "MATRICES", "check_crossings", "check_hard_alignment",

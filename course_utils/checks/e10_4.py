@@ -33,7 +33,9 @@ import numpy as np
 import torch
 
 from course_utils.attention import Attention
-from course_utils.checks import CheckFailed, Exercise, try_run
+from course_utils.checks.calling import CheckFailed, try_run
+from course_utils.checks.framework import Exercise
+from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.probes import fresh_seed
 from course_utils.scores import DotAttention, GeneralAttention
@@ -60,6 +62,10 @@ TRANSPOSE_HINT = (
     "(batch, src_len, d) and the state (batch, d); one energy per source position is the keys "
     "times the state as a column, (batch, src_len, d) @ (batch, d, 1), e.g. "
     "`torch.bmm(keys, decoder_state.unsqueeze(-1)).squeeze(-1)`")
+
+
+_MIXED_UP = ("with a source as long as the states are wide (4 and 4) your energies mix up "
+             f"positions and coordinates: {TRANSPOSE_HINT}")
 
 
 def _class_of(student_class: object, name: str, library: type) -> type:
@@ -260,13 +266,11 @@ def check_dot(run: Callable) -> str:
         expected = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
         if _close(got, expected):
             continue
-        wrong = _wrong_axis(state, outputs)
-        if wrong is not None and _close(got, wrong):
-            raise CheckFailed("with a source as long as the states are wide (4 and 4) your "
-                              f"energies mix up positions and coordinates: {TRANSPOSE_HINT}")
-        if _close(got, expected / math.sqrt(d)):
-            raise CheckFailed("your energies are divided by sqrt(d): that is the scaled score "
-                              "of Part 2; Part 1 is the plain dot product s^T h_j")
+        raise_named(got, [
+            (_wrong_axis(state, outputs), _MIXED_UP),
+            (expected / math.sqrt(d), "your energies are divided by sqrt(d): that is the scaled "
+                                      "score of Part 2; Part 1 is the plain dot product s^T h_j"),
+        ], _close)
         raise CheckFailed(f"energies differ from s^T h_j on a batch of {batch} sources of "
                           f"{src_len} positions with states of {d}: each energy is the sum "
                           "over coordinates of the state times one encoder output")
@@ -295,20 +299,19 @@ def check_scaled_dot(run: Callable) -> str:
             raise CheckFailed("you scaled the weights, after the softmax, so they no longer sum "
                               "to 1: scale the scores (the energies), before the softmax; that "
                               "is what keeps the softmax from saturating")
-        if _close(got, dot) and _close(weights, unscaled):
-            raise CheckFailed("the energies are not scaled: divide s^T h_j by sqrt(d), the "
-                              "square root of the size of the vectors")
-        if _close(got, dot / d):
-            raise CheckFailed("the energies are divided by d: divide by its square root")
-        if _close(got, dot * math.sqrt(d)):
-            raise CheckFailed("the energies are multiplied by sqrt(d): divide by it")
-        if src_len != d and _close(got, dot / math.sqrt(src_len)):
-            raise CheckFailed("the energies are divided by the square root of the source "
-                              "length; d is the size of the vectors (`self.key_dim`)")
         wrong = _wrong_axis(state, outputs)
-        if wrong is not None and (_close(got, wrong / math.sqrt(d)) or _close(got, wrong)):
-            raise CheckFailed("with a source as long as the states are wide (4 and 4) your "
-                              f"energies mix up positions and coordinates: {TRANSPOSE_HINT}")
+        raise_named(got, [
+            (dot if _close(weights, unscaled) else None,
+             "the energies are not scaled: divide s^T h_j by sqrt(d), the square root of the "
+             "size of the vectors"),
+            (dot / d, "the energies are divided by d: divide by its square root"),
+            (dot * math.sqrt(d), "the energies are multiplied by sqrt(d): divide by it"),
+            (dot / math.sqrt(src_len) if src_len != d else None,
+             "the energies are divided by the square root of the source length; d is the size "
+             "of the vectors (`self.key_dim`)"),
+            (None if wrong is None else wrong / math.sqrt(d), _MIXED_UP),
+            (wrong, _MIXED_UP),
+        ], _close)
         if not _close(got, expected):
             raise CheckFailed(f"energies differ from s^T h_j / sqrt(d) on a batch of {batch} "
                               f"sources of {src_len} positions with states of {d}")
@@ -350,15 +353,14 @@ def check_general(run: Callable) -> str:
             raise
         got = result["energies"]
         if not _close(got, expected):
-            if encoder_dim == decoder_dim and _close(
-                    got, torch.einsum("bd,ed,bte->bt", state, W, outputs)):
-                raise CheckFailed("W is on the wrong side: you computed (W s)^T h_j = "
-                                  "s^T W^T h_j; the general score is s^T (W h_j), with W "
-                                  "applied to the encoder outputs (the keys)")
-            wrong = _wrong_axis(state, torch.einsum("de,bte->btd", W, outputs))
-            if wrong is not None and _close(got, wrong):
-                raise CheckFailed(f"your energies mix up positions and coordinates: "
-                                  f"{TRANSPOSE_HINT}")
+            raise_named(got, [
+                (torch.einsum("bd,ed,bte->bt", state, W, outputs)
+                 if encoder_dim == decoder_dim else None,
+                 "W is on the wrong side: you computed (W s)^T h_j = s^T W^T h_j; the general "
+                 "score is s^T (W h_j), with W applied to the encoder outputs (the keys)"),
+                (_wrong_axis(state, torch.einsum("de,bte->btd", W, outputs)),
+                 f"your energies mix up positions and coordinates: {TRANSPOSE_HINT}"),
+            ], _close)
             raise CheckFailed(f"energies differ from s^T W h_j on a batch of {batch} sources "
                               f"of {src_len} positions (encoder outputs of {encoder_dim}, "
                               f"states of {decoder_dim})")

@@ -6,11 +6,11 @@ inputs and the raw result (numbers, arrays as lists, strings, or the exception r
 encoded by :func:`encode` as plain JSON data. Nothing the probe decides is used.
 
 The grader process then runs the same body again (:meth:`Check.judge
-<course_utils.checks.Check.judge>`) with the student's function replaced by :func:`replaying`:
-each call checks that its inputs are the ones the kernel saw and hands back the recorded
-result, decoded strictly by :func:`decode` (``operator.index`` for integers, plain ``float``
-arrays of the shape recorded, nothing else). The expected answers are computed there, by the
-course's reference code in the grader's own process; the points are decided there.
+<course_utils.checks.framework.Check.judge>`) with the student's function replaced by
+:func:`replaying`: each call checks that its inputs are the ones the kernel saw and hands back
+the recorded result, decoded strictly by :func:`decode` (``operator.index`` for integers, plain
+``float`` arrays of the shape recorded, nothing else). The expected answers are computed there,
+by the course's reference code in the grader's own process; the points are decided there.
 
 Inputs are fresh each run: the grader draws a seed (:func:`fresh_seed`) that reaches the
 kernel only with the probe cell, after the student's own cells have run.
@@ -22,20 +22,25 @@ import hashlib
 import operator
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
+from course_utils.checks.calling import student_line
+
 __all__ = ["AxesData", "FigureData", "decode", "describe_figure", "encode", "fresh_seed",
            "recording", "replaying", "run_seed"]
 
-_SEED: list[int | None] = [None]  # this run's seed; None: the fixed inputs students see
+#: This run's seed; None: the fixed inputs students see. A context variable, not a global: the
+#: grader judges several submissions at once in threads, each from its own seed.
+_SEED: ContextVar[int | None] = ContextVar("course_check_seed", default=None)
 
 
 def fresh_seed(base: int) -> int:
     """``base`` in a notebook; under the grader, a seed mixed from ``base`` and the run's."""
-    run = _SEED[0]
+    run = _SEED.get()
     if run is None:
         return base
     return int(np.random.SeedSequence([run, base]).generate_state(1, dtype=np.uint64)[0]
@@ -44,12 +49,12 @@ def fresh_seed(base: int) -> int:
 
 @contextmanager
 def run_seed(seed: int | None) -> Iterator[None]:
-    """Draw the checks' random inputs from ``seed`` inside the block."""
-    before, _SEED[0] = _SEED[0], seed
+    """Draw the checks' random inputs from ``seed`` inside the block (in this thread only)."""
+    token = _SEED.set(seed)
     try:
         yield
     finally:
-        _SEED[0] = before
+        _SEED.reset(token)
 
 
 # ------------------------------------------------------------------------ figures as data
@@ -282,8 +287,6 @@ _BUILTIN = {e.__name__: e for e in (
 def recording(function: Callable, calls: list[dict]) -> Callable:
     """``function``, appending each call's input digest and raw result (or error) to
     ``calls``. Runs in the kernel."""
-    from course_utils.checks import student_line
-
     def recorded(*args: object) -> object:
         entry: dict = {"args": digest(args)}
         calls.append(entry)

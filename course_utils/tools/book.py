@@ -37,7 +37,7 @@ from pathlib import Path
 import nbformat
 
 from course_utils.tools.execute import built_with, describe_build
-from course_utils.tools.exercises import BEGIN, END
+from course_utils.tools.exercise_format import BEGIN, END
 
 __all__ = [
     "BOOK_PACKAGES",

@@ -36,8 +36,8 @@ from pathlib import Path
 import nbformat
 
 from course_utils.checks import Check, get_exercise
-from course_utils.files import _umask
-from course_utils.tools.exercises import (
+from course_utils.files import current_umask
+from course_utils.tools.exercise_format import (
     ANSWER_STUB,
     BEGIN,
     CODE_STUB,
@@ -47,7 +47,8 @@ from course_utils.tools.exercises import (
     strip_solutions,
 )
 
-__all__ = ["autograded_cell_source", "export_nbgrader", "nbgrader_source"]
+__all__ = ["autograded_cell_source", "called_check", "checks_by_call", "export_nbgrader",
+           "nbgrader_source"]
 
 SCHEMA_VERSION = 3
 _EXERCISE_ID = re.compile(r"^(E\d+\.\d+)-")
@@ -81,7 +82,7 @@ def _nbgrader(grade_id: str, *, solution: bool = False, grade: bool = False,
     return meta
 
 
-def _checks_by_call(exercise_id: str) -> dict[str, Check]:
+def checks_by_call(exercise_id: str) -> dict[str, Check]:
     """``{"check_energies": <its Check>}``: how the notebook's check cells call each part (by
     the names the exercise's checks module gives them)."""
     modules = {sys.modules[check.body.__module__]
@@ -90,7 +91,7 @@ def _checks_by_call(exercise_id: str) -> dict[str, Check]:
             if isinstance(value, Check) and value.exercise == exercise_id}
 
 
-def _called_check(source: str, calls: dict[str, Check]) -> Check | None:
+def called_check(source: str, calls: dict[str, Check]) -> Check | None:
     """The part a check cell runs: a cell whose only statement is ``module.check_x(target)``."""
     try:
         body = ast.parse(source).body
@@ -129,7 +130,7 @@ def nbgrader_source(solution: nbformat.NotebookNode, exercise_id: str,
     """The nbgrader source notebook of one exercise, from its solution notebook."""
     strip_solutions(solution, name)  # refuses unbalanced or misspelt markers, as for exercises/
     exercise = get_exercise(exercise_id)
-    calls = _checks_by_call(exercise_id)
+    calls = checks_by_call(exercise_id)
     notebook = nbformat.from_dict(nbformat.v4.new_notebook(
         metadata={k: v for k, v in solution.metadata.items() if k not in ("widgets", "course")}))
     tested: dict[str, int] = {}
@@ -144,7 +145,7 @@ def nbgrader_source(solution: nbformat.NotebookNode, exercise_id: str,
         solved = any(line.strip() == BEGIN for line in cell.source.splitlines())
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-            check = None if solved else _called_check(cell.source, calls)
+            check = None if solved else called_check(cell.source, calls)
             if solved:
                 grade_id = f"solution_{_defined_name(cell.source) or own_id}"
                 cell.metadata.nbgrader = _nbgrader(grade_id, solution=True)
@@ -238,7 +239,7 @@ def export_nbgrader(solutions: Path, out: Path) -> list[Path]:
             (staging / relative).parent.mkdir(parents=True, exist_ok=True)
             (staging / relative).write_text(text, encoding="utf-8")
         (staging / "nbgrader_config.py").write_text(CONFIG, encoding="utf-8")
-        staging.chmod(0o777 & ~_umask())  # mkdtemp makes the folder private
+        staging.chmod(0o777 & ~current_umask())  # mkdtemp makes the folder private
         os.replace(staging, out)  # onto a missing or empty folder, in one step
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -1,5 +1,5 @@
 """``python -m course_utils.tools.grading``: the same as ``course-grade``."""
 
-from course_utils.tools.grading import main
+from course_utils.tools.grading.cli import main
 
 raise SystemExit(main())

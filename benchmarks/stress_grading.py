@@ -1,0 +1,144 @@
+"""Stress: every exercise's worked solution graded many times over, each run on fresh inputs.
+
+    python benchmarks/stress_grading.py                   # 40 solutions + 4 untouched per exercise
+    python benchmarks/stress_grading.py --copies 3 --untouched 1 --out /tmp/s.md   # a smoke run
+
+An honest student must never lose a point. ``course-grade`` draws a fresh seed for every
+submission, so each copy of a solution is checked on inputs of its own; copies are graded
+``--jobs`` at a time, as an instructor grades a class, so judges run side by side in one process.
+Every copy of a solution must score full marks and every untouched student version 0, on
+whatever PyTorch this Python has: run it once in the course's pinned environment and once in an
+environment with the newest PyTorch the README's command installs. Each run's counts are kept
+in ``docs/grading_stress.json`` (one entry per PyTorch version) and the table of all of them is
+written to its section of ``docs/benchmarks.md``. Exits 1 when any honest run lost a point.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from course_utils.checks import get_exercise
+from course_utils.files import update_section, write_text_atomically
+from course_utils.tools.grading import GradingLimits, grade_folder
+
+ROOT = Path(__file__).resolve().parents[1]
+EXERCISES = {
+    "E10.1": "E10.1-attention-by-hand.ipynb",
+    "E10.2": "E10.2-vanilla-vs-attention.ipynb",
+    "E10.3": "E10.3-reading-attention-heatmaps.ipynb",
+    "E10.4": "E10.4-dot-and-general-scores.ipynb",
+}
+
+
+def stress(exercise_id: str, copies: int, untouched: int, jobs: int, folder: Path) -> dict:
+    """Grade ``copies`` solutions and ``untouched`` student versions of one exercise."""
+    exercise = get_exercise(exercise_id)
+    submissions = folder / exercise_id
+    submissions.mkdir()
+    for i in range(copies):
+        shutil.copy(ROOT / "solutions" / EXERCISES[exercise_id],
+                    submissions / f"honest-{i:03d}.ipynb")
+    for i in range(untouched):
+        shutil.copy(ROOT / "exercises" / EXERCISES[exercise_id],
+                    submissions / f"untouched-{i:03d}.ipynb")
+    start = time.perf_counter()
+    results = grade_folder(exercise_id, submissions, folder / f"{exercise_id}-grades", jobs=jobs,
+                           reuse=False, limits=GradingLimits(), progress=True)
+    wall = time.perf_counter() - start
+    honest = [r for r in results if r.student.startswith("honest")]
+    blank = [r for r in results if r.student.startswith("untouched")]
+    lost = [{"student": r.student, "status": r.status,
+             "parts": {name: r.messages.get(name, "") for name, check in exercise.checks.items()
+                       if r.points.get(name, 0.0) < check.points}}
+            for r in honest if r.status != "graded" or r.total() < exercise.auto_points]
+    scored = [r for r in blank if r.total() > 0]
+    return {"honest": len(honest), "full_marks": len(honest) - len(lost),
+            "untouched": len(blank), "untouched_zero": len(blank) - len(scored),
+            "max_points": exercise.auto_points, "lost": lost[:10],
+            "untouched_scored": [{"student": r.student, "points": r.total()} for r in scored],
+            "seconds": round(wall, 1)}
+
+
+def table(runs: dict) -> str:
+    lines = ["| PyTorch | exercise | honest runs | full marks | untouched runs | scored 0 | "
+             "seconds (batch) |", "|---|---|---|---|---|---|---|"]
+    for version, run in sorted(runs.items()):
+        for exercise_id, row in run["exercises"].items():
+            lines.append(f"| {version} | {exercise_id} | {row['honest']} | {row['full_marks']} | "
+                         f"{row['untouched']} | {row['untouched_zero']} | {row['seconds']} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--copies", type=int, default=40, help="solutions per exercise")
+    parser.add_argument("--untouched", type=int, default=4, help="student versions per exercise")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--exercises", nargs="+", default=list(EXERCISES), choices=EXERCISES)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    args = parser.parse_args(argv)
+    if args.copies < 1 or args.untouched < 0 or args.jobs < 1:
+        parser.error("--copies and --jobs must be at least 1, --untouched at least 0")
+    os.environ.setdefault("COURSE_QUICK", "1")  # as course-grade runs submissions anyway
+
+    results = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for exercise_id in args.exercises:
+            results[exercise_id] = stress(exercise_id, args.copies, args.untouched, args.jobs,
+                                          Path(folder))
+            row = results[exercise_id]
+            print(f"{exercise_id}: {row['full_marks']} of {row['honest']} honest runs full "
+                  f"marks; {row['untouched_zero']} of {row['untouched']} untouched scored 0 "
+                  f"({row['seconds']} s)", flush=True)
+    store = args.out.parent / "grading_stress.json"
+    runs = json.loads(store.read_text()) if store.exists() and args.out.name == "benchmarks.md" \
+        else {}
+    runs[torch.__version__] = {
+        "date": dt.date.today().isoformat(), "jobs": args.jobs,
+        "command": "python benchmarks/stress_grading.py " + " ".join(argv or sys.argv[1:]),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                   f"{platform.python_version()}",
+        "exercises": results}
+    honest = sum(r["honest"] for run in runs.values() for r in run["exercises"].values())
+    full = sum(r["full_marks"] for run in runs.values() for r in run["exercises"].values())
+    blank = sum(r["untouched"] for run in runs.values() for r in run["exercises"].values())
+    zero = sum(r["untouched_zero"] for run in runs.values() for r in run["exercises"].values())
+    text = "\n".join([
+        "## Grading stress: an honest answer never loses a point",
+        "",
+        "`benchmarks/stress_grading.py` grades many copies of each exercise's worked solution "
+        "and a few untouched student versions with `course-grade`, two at a time, each "
+        "submission on fresh inputs drawn from its own seed; once per PyTorch version. "
+        + "; ".join(f"PyTorch {v}: `{r['command'].strip()}` on {r['date']} ({r['machine']})"
+                    for v, r in sorted(runs.items())) + ".",
+        "",
+        table(runs),
+        "",
+        f"In all: **{full} of {honest}** honest runs scored full marks and **{zero} of {blank}** "
+        "untouched exercises scored 0.",
+    ])
+    if args.out.name == "benchmarks.md":
+        write_text_atomically(store, json.dumps(runs, indent=1) + "\n")
+    update_section(args.out, "grading-stress", text, title="Benchmarks")
+    print(text)
+    failed = any(r["full_marks"] < r["honest"] or r["untouched_zero"] < r["untouched"]
+                 for r in results.values())
+    for exercise_id, row in results.items():
+        for lost in row["lost"]:
+            print(f"LOST POINTS {exercise_id} {lost}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

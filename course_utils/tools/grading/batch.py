@@ -1,0 +1,94 @@
+"""Grading a folder (:func:`grade_folder`): the submissions found (:mod:`.intake`), those
+unchanged since the last run reused (:mod:`.cache`), the others graded a few at once
+(:func:`.supervise.grade_one`), and then, only if the batch ran to its end, the gradebook,
+feedback and histogram written (:mod:`.reports`)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+from course_utils.checks import get_exercise
+from course_utils.tools.grading.cache import cache_key, reused, store, submission_digest
+from course_utils.tools.grading.intake import collect
+from course_utils.tools.grading.limits import DEFAULT_LIMITS, GradingLimits, kernel_threads
+from course_utils.tools.grading.reports import write_feedback, write_gradebook, write_histogram
+from course_utils.tools.grading.results import GradeResult, cut
+from course_utils.tools.grading.supervise import clear_stop, grade_one, hidden_folders, stop_all
+
+__all__ = ["grade_folder"]
+
+
+def grade_folder(
+    exercise_id: str,
+    submissions: Path,
+    out: Path,
+    *,
+    jobs: int = 2,
+    only: list[str] | None = None,
+    reuse: bool = True,
+    limits: GradingLimits = DEFAULT_LIMITS,
+    progress: bool = True,
+    sandbox: str | None = None,
+) -> list[GradeResult]:
+    """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
+
+    ``sandbox``: ``"unshare"`` (see :mod:`course_utils.tools.grading.sandbox`) or ``None``. On
+    Ctrl-C the running workers are killed, nothing new starts, and nothing is written: the earlier
+    gradebook stays as it was.
+    """
+    exercise = get_exercise(exercise_id)
+    submissions, out = Path(submissions), Path(out)
+    intake = collect(submissions)
+    unknown = sorted(set(only or []) - set(intake.submissions))
+    if unknown:
+        raise ValueError(f"--only names students with no submission: {unknown}")
+    cache = out / ".cache"
+    cache.mkdir(parents=True, exist_ok=True)
+    key = cache_key()
+    hide = hidden_folders(submissions, out) if sandbox else None
+
+    results: dict[str, GradeResult] = {}
+    to_grade: list[tuple[str, Path, str]] = []
+    for student, path in intake.submissions.items():
+        digest = submission_digest(path, exercise_id, limits, sandbox)
+        forced = only is not None and student in only
+        earlier = reused(cache / f"{student}.json", digest, key) if reuse and not forced \
+            else None
+        if earlier is not None:
+            results[student] = earlier
+        else:
+            to_grade.append((student, path, digest))
+
+    from tqdm import tqdm
+
+    clear_stop()
+    pool = ThreadPoolExecutor(max_workers=max(1, jobs))
+    threads = kernel_threads(min(jobs, len(to_grade)))
+    try:
+        futures = {pool.submit(grade_one, path, exercise_id, limits, sandbox, hide, threads):
+                   (student, digest) for student, path, digest in to_grade}
+        for future in tqdm(as_completed(futures), total=len(futures), disable=not progress,
+                           desc=f"grading {exercise_id}", unit="notebook"):
+            student, digest = futures[future]
+            try:
+                result = future.result()
+            except KeyboardInterrupt:
+                raise
+            except Exception as error:  # never lose a row
+                result = GradeResult(student, "grader error", notes=[cut(repr(error))])
+            result.student = student  # the id from the file or its folder
+            results[student] = result
+            store(cache / f"{student}.json", digest, key, result)
+    except KeyboardInterrupt:
+        stop_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+    ordered = [results[s] for s in intake.submissions]
+    write_gradebook(out / "grades.csv", exercise, ordered)
+    for result in ordered:
+        write_feedback(out / "feedback", exercise, result)
+    write_histogram(out / "histogram.png", exercise, ordered)
+    return ordered

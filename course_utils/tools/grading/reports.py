@@ -1,0 +1,138 @@
+"""What the grader writes, atomically: the gradebook (``grades.csv``), one feedback file per
+student (Markdown and HTML), the histogram of the points; and the summary it prints. Text that
+quotes a student (ids, messages, errors) can make no formula, HTML, link or table cell."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import re
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from course_utils.checks import get_exercise
+from course_utils.files import atomic_path, write_text_atomically
+from course_utils.tools.grading.results import GradeResult
+
+__all__ = ["summary", "write_feedback", "write_gradebook", "write_histogram"]
+
+
+def write_gradebook(path: Path, exercise: Any, results: list[GradeResult]) -> None:
+    """One row per submission: student id, one column per check, empty columns for manually
+    graded questions, total, maximum, status, notes."""
+    checks, manual = list(exercise.checks), list(exercise.manual)
+    buffer = io.StringIO()
+    writer = csv.writer(buffer)
+    writer.writerow(["student", *checks, *(f"{m} (manual)" for m in manual), "total",
+                     "max", "status", "notes"])
+    for r in results:
+        writer.writerow([_cell_text(r.student), *(f"{r.points.get(c, 0):g}" for c in checks),
+                         *([""] * len(manual)), f"{r.total():g}", f"{exercise.max_points:g}",
+                         r.status, _cell_text(" | ".join(r.notes))])
+    write_text_atomically(path, buffer.getvalue())
+
+
+def _cell_text(text: str) -> str:
+    """Text a spreadsheet shows as text: one starting with ``=``, ``+``, ``-``, ``@`` (or a tab
+    or carriage return) would be read as a formula, so it gets a leading apostrophe."""
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
+_MARKDOWN_SPECIAL = re.compile(r"([\\\[\]|])")
+
+
+def _md(text: str) -> str:
+    """Text that may quote the student (ids, messages, errors) on one Markdown line: no HTML,
+    links, images or table cells can come out of it (code spans and emphasis may). ``&``,
+    ``<`` and ``>`` become entities, which every Markdown renderer shows as text (a backslash
+    before ``<`` is not an escape in all of them); ``\\ [ ] |`` get a backslash; line breaks
+    fold into spaces, so a message stays in its table row."""
+    escaped = html.escape(" ".join(str(text).split()), quote=False)
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", escaped)
+
+
+def _feedback_items(exercise: Any, result: GradeResult) -> list[tuple[str, str, str]]:
+    items = []
+    for name, check in exercise.checks.items():
+        points = result.points.get(name, 0)
+        message = result.messages.get(name) or "not graded: the notebook did not run to the checks"
+        items.append((name, f"{points:g} / {check.points:g}", message))
+    for name, question in exercise.manual.items():
+        items.append((name, f"? / {question.points:g}", "graded by your instructor: "
+                      + question.prompt))
+    return items
+
+
+def write_feedback(folder: Path, exercise: Any, result: GradeResult) -> None:
+    """``folder/<student>.md`` and ``folder/<student>.html``: the points and message of each
+    part, the written answers still to grade, and the notes from running the notebook."""
+    items = _feedback_items(exercise, result)
+    auto = exercise.auto_points
+    md = [f"# {exercise.id}: {exercise.title}", "", f"Student: {_md(result.student)}  ",
+          f"Status: **{result.status}**  ",
+          f"Automatic points: **{result.total():g} / {auto:g}** (written answers are graded "
+          "separately)", "", "| part | points | feedback |", "|---|---|---|"]
+    md += [f"| {n} | {p} | {_md(m)} |" for n, p, m in items]
+    if result.notes:
+        md += ["", "## While running your notebook", ""] + [f"- {_md(note)}"
+                                                             for note in result.notes]
+    write_text_atomically(folder / f"{result.student}.md", "\n".join(md) + "\n")
+    rows = "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(p)}</td>"
+                   f"<td>{html.escape(m)}</td></tr>" for n, p, m in items)
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in result.notes)
+    page = (f"<!doctype html><meta charset='utf-8'><title>{html.escape(exercise.id)} "
+            f"feedback: {html.escape(result.student)}</title>"
+            "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto}"
+            "td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top}"
+            "table{border-collapse:collapse}</style>"
+            f"<h1>{html.escape(exercise.id)}: {html.escape(exercise.title)}</h1>"
+            f"<p>Student: <code>{html.escape(result.student)}</code><br>"
+            f"Status: <b>{html.escape(result.status)}</b><br>"
+            f"Automatic points: <b>{result.total():g} / {auto:g}</b></p>"
+            f"<table><tr><th>part</th><th>points</th><th>feedback</th></tr>{rows}</table>"
+            + (f"<h2>While running your notebook</h2><ul>{notes}</ul>" if notes else ""))
+    write_text_atomically(folder / f"{result.student}.html", page)
+
+
+def write_histogram(path: Path, exercise: Any, results: list[GradeResult]) -> None:
+    """A PNG histogram of the automatic points."""
+    # a Figure of its own, not pyplot: no backend switch and no global state in the caller's
+    # process (an instructor may grade from a notebook that shows its own plots)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 3.4), layout="constrained")
+    ax = fig.subplots()
+    totals = [r.total() for r in results]
+    ax.hist(totals, bins=[x - 0.5 for x in range(int(exercise.auto_points) + 2)],
+            color="tab:blue", edgecolor="white")
+    ax.set(xlabel=f"automatic points (of {exercise.auto_points:g})", ylabel="students",
+           title=f"{exercise.id}: {len(results)} submissions")
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+
+
+def summary(exercise_id: str, results: list[GradeResult]) -> str:
+    """What ``course-grade`` prints: the points' spread and the notebooks that did not run
+    cleanly."""
+    exercise = get_exercise(exercise_id)
+    totals = [r.total() for r in results]
+    statuses = Counter(r.status for r in results)
+    failed = sum(n for s, n in statuses.items() if s != "graded")
+    lines = [f"{len(results)} submissions graded for {exercise_id} "
+             f"(automatic points out of {exercise.auto_points:g})"]
+    if totals:
+        lines.append(f"mean {statistics.mean(totals):.2f}, median {statistics.median(totals):g}, "
+                     f"min {min(totals):g}, max {max(totals):g}")
+        lines.append("distribution: " + ", ".join(
+            f"{points:g}: {n}" for points, n in sorted(Counter(totals).items())))
+    problems = ", ".join(f"{s}: {n}" for s, n in sorted(statuses.items()) if s != "graded")
+    lines.append(f"did not run cleanly: {failed}" + (f" ({problems})" if failed else ""))
+    errors = sum(1 for r in results if r.status == "graded"
+                 and any(" raised " in note for note in r.notes))
+    if errors:
+        lines.append(f"graded, but with cells that raised an error: {errors} (see the notes "
+                     "column and the feedback)")
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""Multi30k English-German translation: the settings, the data, and notebook 4's checkpoints.
+
+:func:`multi30k_config` picks the settings for the current scale (:data:`CPU`, :data:`GPU`,
+or :data:`QUICK` under ``COURSE_QUICK``), and :func:`small_config`, :func:`exercise_config`
+and :func:`score_comparison_config` the smaller budgets of notebook 5, exercise E10.2 and
+notebook 6; :func:`load_pairs` and :func:`prepare_data` load (and tokenize) the splits;
+:func:`find_or_train_attention_checkpoints` finds notebook 4's attention model after each
+epoch, or trains a small one. Using a trained model (translating, BLEU on a test split) is
+:mod:`course_utils.translation`.
+
+Under ``COURSE_QUICK`` the data come from the small sample committed with the tests, so smoke
+tests need no download; the real configurations read the full data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import torch
+
+from course_utils.checkpoints import (
+    MULTI30K_RUN,
+    MULTI30K_SMALL_RUN,
+    EpochSaver,
+    RunFolder,
+    display_path,
+    save_checkpoint,
+)
+from course_utils.config import scaled
+from course_utils.models import build_model
+from course_utils.multi30k import load_sample_split, load_split
+from course_utils.text import TranslationData, build_translation_data
+from course_utils.training import RunConfig, seed_everything, train
+
+__all__ = [
+    "CPU",
+    "GPU",
+    "QUICK",
+    "TEST_SPLITS",
+    "Multi30kConfig",
+    "exercise_config",
+    "find_or_train_attention_checkpoints",
+    "load_pairs",
+    "multi30k_config",
+    "prepare_data",
+    "score_comparison_config",
+    "small_config",
+]
+
+TEST_SPLITS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
+
+
+@dataclass(frozen=True)
+class Multi30kConfig(RunConfig):
+    """Settings of the translation task: the data (vocabulary, case, how much) and the run."""
+
+    name: str = "cpu"
+    embed_dim: int = 128
+    hidden_dim: int = 192
+    attention_dim: int = 192
+    # l of the deep output layer: steps get no cheaper below 128 on a CPU, dearer above
+    # (benchmarks/bench_output_layer.py)
+    maxout_dim: int = 128
+    dropout: float = 0.2
+    batch_size: int = 64
+    lr: float = 2e-3
+    epochs: int = 5
+    min_freq: int = 2
+    lowercase: bool = True
+    max_train: int | None = None  # use only the first N training pairs
+    max_eval: int | None = None  # and the first N of each evaluation split
+    sample: bool = False  # read the committed sample (tests/data) instead of the full data
+
+    def train_options(self) -> dict:
+        # greedy exact match means nothing for translation and costs a decoding per epoch
+        return {**super().train_options(), "measure_exact_match": False}
+
+
+#: Both models in 10-12 minutes on a 2-core CPU (``benchmarks/bench_multi30k_budget.py``).
+CPU = Multi30kConfig("cpu")
+#: One H100-class GPU.
+GPU = replace(CPU, name="gpu", embed_dim=256, hidden_dim=512, attention_dim=512, maxout_dim=256,
+              dropout=0.3, batch_size=128, lr=1.5e-3, epochs=12, bf16=True)
+#: Seconds, for CI: the committed sample (1,500 training pairs, 100 of each other split).
+QUICK = replace(CPU, name="quick", embed_dim=32, hidden_dim=48, attention_dim=48, maxout_dim=32,
+                epochs=1, max_train=1500, max_eval=100, sample=True)
+
+
+def multi30k_config() -> Multi30kConfig:
+    return scaled(quick=QUICK, cpu=CPU, gpu=GPU)
+
+
+def small_config(config: Multi30kConfig) -> Multi30kConfig:
+    """A smaller run of ``config`` for when notebook 4's models are missing: two epochs on
+    at most 10,000 sentences (a few minutes on a CPU)."""
+    return replace(config, name=f"{config.name}-small", epochs=min(config.epochs, 2),
+                   max_train=min(config.max_train or 10_000, 10_000))
+
+
+def exercise_config(config: Multi30kConfig) -> Multi30kConfig:
+    """Exercise E10.2's budget for training both models in the exercise itself: at most four
+    epochs on at most the first 15,000 training sentences, the model sizes of ``config``.
+    Both models together train in minutes on a 2-core CPU (the E10.2 solution measures it);
+    under ``COURSE_QUICK`` (and so under ``course-grade``) the smoke-test run is smaller still."""
+    return replace(config, name=f"{config.name}-e10.2", epochs=min(config.epochs, 4),
+                   max_train=min(config.max_train or 15_000, 15_000))
+
+
+def score_comparison_config(config: Multi30kConfig) -> Multi30kConfig:
+    """Notebook 6's budget for comparing score functions on Multi30k: three epochs on at most
+    the first 10,000 training sentences, a smaller encoder (``hidden_dim`` at most 128) whose
+    outputs (``2 * hidden_dim``) the decoder state matches, so that every score, dot included,
+    fits the same model. Minutes per model on a 2-core CPU (notebook 6 measures it)."""
+    hidden = min(config.hidden_dim, 128)
+    return replace(config, name=f"{config.name}-scores", epochs=min(config.epochs, 3),
+                   max_train=min(config.max_train or 10_000, 10_000), hidden_dim=hidden,
+                   attention_dim=min(config.attention_dim, 2 * hidden))
+
+
+def load_pairs(config: Multi30kConfig, split: str) -> list[tuple[str, str]]:
+    """Raw ``(english, german)`` pairs of ``split`` as ``config`` reads them: from the sample
+    or the full data, cut to ``max_train`` / ``max_eval``."""
+    pairs = load_sample_split(split) if config.sample else load_split(split)
+    limit = config.max_train if split == "train" else config.max_eval
+    return pairs[:limit] if limit is not None else pairs
+
+
+def prepare_data(
+    config: Multi30kConfig, splits: Sequence[str] = ("train", "val", *TEST_SPLITS)
+) -> TranslationData:
+    """Load, tokenize and encode the splits; vocabularies come from the training split."""
+    raw = {split: load_pairs(config, split) for split in splits}
+    return build_translation_data(raw, min_freq=config.min_freq, lowercase=config.lowercase)
+
+
+def _complete(run: RunFolder, epochs: int) -> dict[int, Path] | None:
+    paths = run.epoch_checkpoints()
+    if paths and max(paths) == epochs and run.checkpoint("attention").exists():
+        return paths
+    return None
+
+
+def find_or_train_attention_checkpoints(
+    config: Multi30kConfig, device: torch.device | str = "cpu"
+) -> dict[int, Path]:
+    """Notebook 4's attention model after each epoch: ``{epoch: path}`` (0 = untrained; the
+    last one is the final model).
+
+    If notebook 4 has not saved them, says so and **trains** a smaller model
+    (:func:`small_config`, a few minutes on a CPU) once, in its own run folder, so that
+    notebook 5 and E10.3 can run on their own; later calls find it.
+    """
+    paths = _complete(MULTI30K_RUN, config.epochs)
+    if paths is not None:
+        return paths
+    small = small_config(config)
+    print(f"Notebook 4's attention checkpoints are not in {display_path(MULTI30K_RUN.path)}: "
+          f"run notebook 4 to use its full model. Meanwhile this uses a smaller attention "
+          f"model ({small.epochs} epochs on {small.max_train:,} sentences), saved in "
+          f"{display_path(MULTI30K_SMALL_RUN.path)}. Every cell runs with it, but its "
+          f"alignments are too rough for the examples the text discusses (it shows no "
+          f"clear reordering or crossing): for those, and for E10.3's written answers, run "
+          f"notebook 4 first.")
+    paths = _complete(MULTI30K_SMALL_RUN, small.epochs)
+    if paths is not None:
+        print("Found it from an earlier run.")
+        return paths
+    print("Training it now (a few minutes on a CPU) ...")
+    data = prepare_data(small, splits=("train", "val"))
+    seed_everything(0)
+    model = build_model(small.model_config(data.src_vocab, data.tgt_vocab, attention=True))
+    save_epoch = EpochSaver(MULTI30K_SMALL_RUN, data.src_vocab, data.tgt_vocab,
+                            tokenizers=data.tokenizer_settings(), extra={"config": small.name})
+    save_epoch(0, model, None)
+    history = train(model, data.pairs["train"], data.pairs["val"], **small.train_options(),
+                    device=device, description="small attention model", on_epoch_end=save_epoch)
+    save_checkpoint(MULTI30K_SMALL_RUN.checkpoint("attention"), model, data.src_vocab,
+                    data.tgt_vocab, history, tokenizers=data.tokenizer_settings(),
+                    extra={"config": small.name})
+    return MULTI30K_SMALL_RUN.epoch_checkpoints()
