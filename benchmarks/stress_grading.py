@@ -80,9 +80,30 @@ def table(runs: dict) -> str:
     return "\n".join(lines)
 
 
+def projection(run: dict, class_size: int = 10_000, machines: tuple[int, ...] = (1, 20, 100)
+               ) -> str:
+    """Wall time for ``class_size`` submissions of each exercise, from this run's measured
+    cost per submission (a batch's seconds over its submissions, ``jobs`` at a time on this
+    machine), on job arrays of ``machines`` such machines (``--shard K/N``, then one merge)."""
+    lines = ["| exercise | measured s per submission | "
+             + " | ".join(f"{m} machine{'s' * (m > 1)}" for m in machines) + " |",
+             "|---|---|" + "---|" * len(machines)]
+    for exercise_id, row in run["exercises"].items():
+        per = row["seconds"] / (row["honest"] + row["untouched"])
+        cells = []
+        for m in machines:
+            minutes = per * class_size / m / 60
+            cells.append(f"{minutes / 60:.1f} h" if minutes >= 90 else f"{minutes:.0f} min")
+        lines.append(f"| {exercise_id} | {per:.2f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--copies", type=int, default=40, help="solutions per exercise")
+    parser.add_argument("--copies-for", nargs="+", default=[], metavar="EXERCISE=N",
+                        help="another number of solutions for some exercises, e.g. E10.2=10 "
+                             "(its notebook trains two small models)")
     parser.add_argument("--untouched", type=int, default=4, help="student versions per exercise")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--exercises", nargs="+", default=list(EXERCISES), choices=EXERCISES)
@@ -90,13 +111,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.copies < 1 or args.untouched < 0 or args.jobs < 1:
         parser.error("--copies and --jobs must be at least 1, --untouched at least 0")
+    copies = dict.fromkeys(args.exercises, args.copies)
+    for item in args.copies_for:
+        name, _, number = item.partition("=")
+        if name not in EXERCISES or not number.isdigit() or int(number) < 1:
+            parser.error(f"--copies-for takes EXERCISE=N with N >= 1; got {item!r}")
+        copies[name] = int(number)
     os.environ.setdefault("COURSE_QUICK", "1")  # as course-grade runs submissions anyway
 
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         for exercise_id in args.exercises:
-            results[exercise_id] = stress(exercise_id, args.copies, args.untouched, args.jobs,
-                                          Path(folder))
+            results[exercise_id] = stress(exercise_id, copies[exercise_id], args.untouched,
+                                          args.jobs, Path(folder))
             row = results[exercise_id]
             print(f"{exercise_id}: {row['full_marks']} of {row['honest']} honest runs full "
                   f"marks; {row['untouched_zero']} of {row['untouched']} untouched scored 0 "
@@ -127,6 +154,17 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"In all: **{full} of {honest}** honest runs scored full marks and **{zero} of {blank}** "
         "untouched exercises scored 0.",
+        "",
+        "### 10,000 submissions per exercise",
+        "",
+        f"Projected from the PyTorch {torch.__version__} run above: its cost per submission "
+        f"(the batch's wall time over its submissions, {args.jobs} at a time on "
+        f"{os.cpu_count()} cores) times 10,000, divided over a job array of such machines "
+        "(`course-grade --shard K/N`, one per array task; the merge takes seconds). A "
+        "projection, not a measurement: it assumes the tasks do not share cores and the "
+        "scheduler starts them at once.",
+        "",
+        projection(runs[torch.__version__]),
     ])
     if args.out.name == "benchmarks.md":
         write_text_atomically(store, json.dumps(runs, indent=1) + "\n")

@@ -1,5 +1,6 @@
 """Shared by the tests: load the functions a notebook defines, without a kernel."""
 
+import functools
 from pathlib import Path
 
 import nbformat
@@ -26,3 +27,40 @@ def judged_by_grader(check, student_fn, seed: int = 2024):
     import json
 
     return check.judge(json.loads(json.dumps(check.probe(student_fn, seed))), seed)
+
+
+#: Seconds a bare kernel takes to start, import NumPy and the checks, and shut down on a quiet
+#: 2-core machine of the course's kind (docs/benchmarks.md: 1.5 to 2.4 s): the reference that
+#: the grader's time limits in the tests are scaled against.
+QUIET_KERNEL_SECONDS = 2.0
+
+
+@functools.cache
+def machine_slowness() -> float:
+    """How many times slower than :data:`QUIET_KERNEL_SECONDS` this machine starts a kernel
+    right now (at least 1): measured once per test session, the way every graded notebook
+    starts, so that a test's time limits keep their meaning on a loaded machine."""
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    start = time.perf_counter()
+    manager, client = start_new_kernel(kernel_name="python3")
+    try:
+        client.execute_interactive("import numpy\nfrom course_utils.checks import e10_1",
+                                   timeout=300)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return max(1.0, (time.perf_counter() - start) / QUIET_KERNEL_SECONDS)
+
+
+def calibrated_limits(cell_seconds: float, total_seconds: float, memory_mb: int = 3000):
+    """Grading limits for a test, stated for a quiet machine and stretched by
+    :func:`machine_slowness`: an honest notebook fits under them however busy the cores are,
+    and a notebook that runs forever still runs past them."""
+    from course_utils.tools.grading import GradingLimits
+
+    slowness = machine_slowness()
+    return GradingLimits(cell_seconds=cell_seconds * slowness,
+                         total_seconds=total_seconds * slowness, memory_mb=memory_mb)

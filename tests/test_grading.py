@@ -4,14 +4,14 @@ import csv
 
 import nbformat
 import pytest
-from helpers import ROOT
+from helpers import ROOT, calibrated_limits
 from nbformat.v4 import new_code_cell
 
 from course_utils.tools.grading import GradingLimits, grade_folder, main
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.1-attention-by-hand.ipynb"
-LIMITS = GradingLimits(cell_seconds=6, total_seconds=90, memory_mb=3000)
+LIMITS = calibrated_limits(cell_seconds=6, total_seconds=90)
 
 
 def with_cell(source, at=0):

@@ -11,14 +11,14 @@ import time
 
 import nbformat
 import pytest
-from helpers import ROOT
+from helpers import ROOT, calibrated_limits
 from nbformat.v4 import new_code_cell
 
-from course_utils.tools.grading import GradingLimits, collect, grade_folder, main
+from course_utils.tools.grading import collect, grade_folder, main
 from course_utils.tools.grading.sandbox import detect
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
-LIMITS = GradingLimits(cell_seconds=20, total_seconds=90, memory_mb=3000)
+LIMITS = calibrated_limits(cell_seconds=20, total_seconds=90)
 needs_sandbox = pytest.mark.skipif(detect() is None,
                                    reason="this machine does not allow user namespaces")
 
@@ -158,8 +158,8 @@ def test_the_cache_keeps_only_honest_grades_under_the_same_limits(tmp_path):
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     nbformat.write(nbformat.read(SOLUTION, as_version=4), subs / "good.ipynb")
-    nbformat.write(solution_with("import time\ntime.sleep(30)"), subs / "slow.ipynb")
-    tight = GradingLimits(cell_seconds=3, total_seconds=60, memory_mb=3000)
+    nbformat.write(solution_with("import time\ntime.sleep(3600)"), subs / "slow.ipynb")
+    tight = calibrated_limits(cell_seconds=3, total_seconds=60)
     first = {r.student: r for r in grade_folder("E10.1", subs, out, limits=tight,
                                                 progress=False)}
     assert first["slow"].status == "timeout" and first["good"].total() == 8
@@ -167,7 +167,7 @@ def test_the_cache_keeps_only_honest_grades_under_the_same_limits(tmp_path):
                                                  progress=False)}
     assert second["good"].seconds == first["good"].seconds  # reused
     assert second["slow"].seconds != first["slow"].seconds  # a timeout is always retried
-    looser = GradingLimits(cell_seconds=4, total_seconds=60, memory_mb=3000)
+    looser = calibrated_limits(cell_seconds=4, total_seconds=60)
     third = {r.student: r for r in grade_folder("E10.1", subs, out, limits=looser,
                                                 progress=False)}
     assert third["good"].seconds != second["good"].seconds  # other limits: graded again
@@ -241,7 +241,7 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
                                     "    return _softmax(energies)\n"))
     hang.cells.append(new_code_cell("import sys\nsys.exit(0)"))  # SystemExit at the end too
     nbformat.write(hang, subs / "hangs.ipynb")
-    limits = GradingLimits(cell_seconds=5, total_seconds=120, memory_mb=3000)
+    limits = calibrated_limits(cell_seconds=5, total_seconds=120)
     result = grade_folder("E10.1", subs, tmp_path / "out", limits=limits, progress=False)[0]
     assert result.points["softmax"] == 0
     assert result.total() == 8 - 2  # every other part keeps its points

@@ -1,7 +1,7 @@
 """Grading a folder (:func:`grade_folder`): the submissions found (:mod:`.intake`), those
 unchanged since the last run reused (:mod:`.cache`), the others graded a few at once
 (:func:`.supervise.grade_one`), and then, only if the batch ran to its end, the gradebook,
-feedback and histogram written (:mod:`.reports`)."""
+feedback, histogram, class report and record written (:func:`.shards.write_outputs`)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from course_utils.checks import get_exercise
 from course_utils.tools.grading.cache import cache_key, reused, store, submission_digest
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import DEFAULT_LIMITS, GradingLimits, kernel_threads
-from course_utils.tools.grading.reports import write_feedback, write_gradebook, write_histogram
 from course_utils.tools.grading.results import GradeResult, cut
+from course_utils.tools.grading.shards import in_shard, write_outputs
 from course_utils.tools.grading.supervise import clear_stop, grade_one, hidden_folders, stop_all
 
 __all__ = ["grade_folder"]
@@ -30,19 +30,25 @@ def grade_folder(
     limits: GradingLimits = DEFAULT_LIMITS,
     progress: bool = True,
     sandbox: str | None = None,
+    shard: tuple[int, int] | None = None,
 ) -> list[GradeResult]:
     """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
 
+    ``shard=(K, N)`` grades only the K-th of N shares of the folder (:mod:`.shards`; merge the
+    N output folders with :func:`.shards.merge`).
     ``sandbox``: ``"unshare"`` (see :mod:`course_utils.tools.grading.sandbox`) or ``None``. On
     Ctrl-C the running workers are killed, nothing new starts, and nothing is written: the earlier
     gradebook stays as it was.
     """
-    exercise = get_exercise(exercise_id)
+    get_exercise(exercise_id)  # an unknown id is an error before anything runs
     submissions, out = Path(submissions), Path(out)
     intake = collect(submissions)
     unknown = sorted(set(only or []) - set(intake.submissions))
     if unknown:
         raise ValueError(f"--only names students with no submission: {unknown}")
+    mine = in_shard(list(intake.submissions), shard)
+    if only is not None and set(only) - set(mine):
+        raise ValueError(f"--only names students of other shards: {sorted(set(only) - set(mine))}")
     cache = out / ".cache"
     cache.mkdir(parents=True, exist_ok=True)
     key = cache_key()
@@ -50,7 +56,8 @@ def grade_folder(
 
     results: dict[str, GradeResult] = {}
     to_grade: list[tuple[str, Path, str]] = []
-    for student, path in intake.submissions.items():
+    for student in mine:
+        path = intake.submissions[student]
         digest = submission_digest(path, exercise_id, limits, sandbox)
         forced = only is not None and student in only
         earlier = reused(cache / f"{student}.json", digest, key) if reuse and not forced \
@@ -86,9 +93,6 @@ def grade_folder(
         raise
     pool.shutdown(wait=True)
 
-    ordered = [results[s] for s in intake.submissions]
-    write_gradebook(out / "grades.csv", exercise, ordered)
-    for result in ordered:
-        write_feedback(out / "feedback", exercise, result)
-    write_histogram(out / "histogram.png", exercise, ordered)
+    ordered = [results[s] for s in mine]
+    write_outputs(out, exercise_id, ordered, limits, shard)
     return ordered

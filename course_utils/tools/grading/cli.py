@@ -1,6 +1,8 @@
 """Grade a folder of submitted notebooks with the checks students already ran.
 
     course-grade E10.1 submissions/ --out grades/ [--jobs 2] [--only alice bob] [--no-reuse]
+    course-grade E10.1 submissions/ --shard 3/8 --out grades-3/    # one job of a batch engine
+    course-grade merge grades-*/ --out grades/                     # one gradebook from them all
 
 The ``course-grade`` command (also ``python -m course_utils.tools.grading``): its arguments, the
 sandbox this machine offers, and what it says once the batch is graded (:func:`.reports.summary`,
@@ -17,9 +19,10 @@ from course_utils.tools.grading.batch import grade_folder
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import GradingLimits, memory_cgroup
 from course_utils.tools.grading.reports import summary
+from course_utils.tools.grading.shards import RESULTS, MergeError, merge, parse_shard
 from course_utils.tools.grading.supervise import hidden_folders
 
-__all__ = ["main"]
+__all__ = ["main", "merge_main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,12 +41,54 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-mb", type=int, default=4096, help="memory per notebook")
     parser.add_argument("--sandbox", choices=("auto", "unshare", "none"), default="auto",
                         help="isolate each submission (default: the best this machine offers)")
+    parser.add_argument("--shard", metavar="K/N",
+                        help="grade only the K-th of N shares of the folder (1 <= K <= N), "
+                             "then `course-grade merge` the N output folders")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
+def _merge_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="course-grade merge",
+        description="One gradebook, feedback, histogram and class report from the output "
+                    "folders of the N shards of one grading (course-grade --shard K/N)")
+    parser.add_argument("shards", nargs="+", type=Path, help="the shards' output folders")
+    parser.add_argument("--out", type=Path, required=True, help="the merged output folder")
+    return parser
+
+
+def merge_main(argv: list[str]) -> int:
+    """``course-grade merge SHARD_FOLDER... --out OUT``."""
+    args = _merge_parser().parse_args(argv)
+    try:
+        results = merge(args.shards, args.out)
+    except MergeError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(summary(str(_read_exercise(args.out)), results))
+    print(f"merged {len(args.shards)} shards; wrote {args.out / 'grades.csv'}, "
+          f"{args.out / 'feedback'}/, {args.out / 'histogram.png'}, "
+          f"{args.out / 'mistakes.html'}")
+    return 0
+
+
+def _read_exercise(out: Path) -> str:
+    import json
+
+    return json.loads((out / RESULTS).read_text())["exercise"]
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:
+        return merge_main(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        shard = parse_shard(args.shard) if args.shard is not None else None
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     from course_utils.tools.grading.sandbox import detect
 
     available = detect()
@@ -65,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
             args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
             reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
             limits=GradingLimits(args.cell_timeout, args.total_timeout, args.memory_mb),
+            shard=shard,
         )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
@@ -78,7 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     for path, why in intake.ignored:
         print(f"ignored: {path}: {why}")
     print(f"wrote {args.out / 'grades.csv'}, {args.out / 'feedback'}/, "
-          f"{args.out / 'histogram.png'}")
+          f"{args.out / 'histogram.png'}, {args.out / 'mistakes.html'} (what the class got "
+          "wrong)" + (f"; shard {shard[0]}/{shard[1]}: merge the {shard[1]} output folders "
+                      "with `course-grade merge`" if shard else ""))
     return 0
 
 

@@ -17,7 +17,7 @@ from course_utils.checks import get_exercise
 from course_utils.files import atomic_path, write_text_atomically
 from course_utils.tools.grading.results import GradeResult
 
-__all__ = ["summary", "write_feedback", "write_gradebook", "write_histogram"]
+__all__ = ["spreadsheet_text", "summary", "write_feedback", "write_gradebook", "write_histogram"]
 
 
 def write_gradebook(path: Path, exercise: Any, results: list[GradeResult]) -> None:
@@ -29,13 +29,13 @@ def write_gradebook(path: Path, exercise: Any, results: list[GradeResult]) -> No
     writer.writerow(["student", *checks, *(f"{m} (manual)" for m in manual), "total",
                      "max", "status", "notes"])
     for r in results:
-        writer.writerow([_cell_text(r.student), *(f"{r.points.get(c, 0):g}" for c in checks),
+        writer.writerow([spreadsheet_text(r.student), *(f"{r.points.get(c, 0):g}" for c in checks),
                          *([""] * len(manual)), f"{r.total():g}", f"{exercise.max_points:g}",
-                         r.status, _cell_text(" | ".join(r.notes))])
+                         r.status, spreadsheet_text(" | ".join(r.notes))])
     write_text_atomically(path, buffer.getvalue())
 
 
-def _cell_text(text: str) -> str:
+def spreadsheet_text(text: str) -> str:
     """Text a spreadsheet shows as text: one starting with ``=``, ``+``, ``-``, ``@`` (or a tab
     or carriage return) would be read as a formula, so it gets a leading apostrophe."""
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text

@@ -1,0 +1,167 @@
+"""Grading a large class on a batch engine: one shard of a folder per job, then one merge.
+
+A MOOC's 10,000 submissions need more than one machine, and schedulers that run N copies of a
+job already exist (a Slurm job array, a Kubernetes Indexed Job). ``course-grade E10.1 subs/
+--shard K/N --out grades-K/`` grades only the K-th of N shares of the folder (the students in
+sorted order, every N-th from the K-th: the same split on every machine that sees the same
+folder); every run, sharded or not, also writes ``results.json``, the machine-readable record of
+what it graded and under which limits. ``course-grade merge grades-*/ --out grades/`` then
+checks that the shards belong together (the same exercise with the same parts and points, the
+same limits, each of the N shards exactly once, no student twice) and writes one gradebook,
+the feedback, the histogram and one class report, exactly as a single run would have. Merging
+again gives the same files.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from course_utils.checks import get_exercise
+from course_utils.files import write_text_atomically
+from course_utils.tools.grading.class_report import write_class_report
+from course_utils.tools.grading.limits import GradingLimits
+from course_utils.tools.grading.reports import write_feedback, write_gradebook, write_histogram
+from course_utils.tools.grading.results import STATUSES, GradeResult
+
+__all__ = ["RESULTS", "MergeError", "in_shard", "merge", "parse_shard", "write_outputs"]
+
+#: The record every grading run leaves in its output folder, for :func:`merge`.
+RESULTS = "results.json"
+FORMAT = 1
+
+
+class MergeError(ValueError):
+    """Shards that do not belong together, or a folder that holds no shard."""
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"K/N"`` (1 <= K <= N) as ``(K, N)``; a clear ``ValueError`` otherwise."""
+    try:
+        k, n = (int(part) for part in str(text).split("/"))
+    except ValueError:
+        raise ValueError(f"--shard must be K/N with whole numbers, e.g. 3/8; got {text!r}"
+                         ) from None
+    if not 1 <= k <= n:
+        raise ValueError(f"--shard K/N needs 1 <= K <= N; got {text!r}")
+    return k, n
+
+
+def in_shard(students: list[str], shard: tuple[int, int] | None) -> list[str]:
+    """The students shard ``(K, N)`` grades: in sorted order, every N-th from the K-th."""
+    ordered = sorted(students)
+    if shard is None:
+        return ordered
+    k, n = shard
+    return ordered[k - 1::n]
+
+
+def _parts(exercise: Any) -> dict[str, float]:
+    return {**{name: check.points for name, check in exercise.checks.items()},
+            **{name: question.points for name, question in exercise.manual.items()}}
+
+
+def write_outputs(out: Path, exercise_id: str, results: list[GradeResult],
+                  limits: GradingLimits, shard: tuple[int, int] | None = None,
+                  merged_from: int | None = None) -> None:
+    """Everything a grading run leaves in ``out``: the gradebook, one feedback file per
+    student, the histogram, the class report and :data:`RESULTS`."""
+    exercise = get_exercise(exercise_id)
+    out = Path(out)
+    write_gradebook(out / "grades.csv", exercise, results)
+    for result in results:
+        write_feedback(out / "feedback", exercise, result)
+    write_histogram(out / "histogram.png", exercise, results)
+    write_class_report(out, exercise, results)
+    record = {"format": FORMAT, "exercise": exercise_id, "parts": _parts(exercise),
+              "limits": asdict(limits), "shard": list(shard) if shard else None,
+              "merged_from": merged_from, "results": [asdict(r) for r in results]}
+    write_text_atomically(out / RESULTS, json.dumps(record, indent=1, sort_keys=True) + "\n")
+
+
+def _read(folder: Path) -> dict:
+    path = Path(folder) / RESULTS
+    try:
+        record = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise MergeError(f"{folder} holds no {RESULTS}: not the output folder of a "
+                         "course-grade run (or that run was interrupted)") from None
+    except ValueError as error:
+        raise MergeError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT:
+        raise MergeError(f"{path} is not a course-grade record of format {FORMAT}")
+    return record
+
+
+def _result(data: object, where: Path) -> GradeResult:
+    try:
+        assert isinstance(data, dict)
+        result = GradeResult(**data)
+        assert isinstance(result.student, str) and result.status in STATUSES
+        assert all(isinstance(v, (int, float)) for v in result.points.values())
+    except (AssertionError, TypeError, AttributeError):
+        raise MergeError(f"{where / RESULTS} holds a result that is not one: "
+                         f"{str(data)[:120]}") from None
+    return result
+
+
+def merge(folders: list[Path], out: Path) -> list[GradeResult]:
+    """One gradebook, feedback, histogram and class report in ``out`` from the output folders
+    of the N shards of one grading; :class:`MergeError` when they do not belong together."""
+    if not folders:
+        raise MergeError("no shard folders to merge")
+    out = Path(out).resolve()
+    if any(Path(f).resolve() == out for f in folders):
+        raise MergeError(f"the merged output {out} must not be one of the shard folders")
+    records = [(Path(f), _read(Path(f))) for f in folders]  # a folder given twice counts twice
+    first_folder, first = records[0]
+    exercise_id = first.get("exercise")
+    try:
+        exercise = get_exercise(str(exercise_id))
+    except (KeyError, ValueError) as error:
+        raise MergeError(f"{first_folder}: unknown exercise {exercise_id!r} ({error})") from None
+    for folder, record in records:
+        for key, what in (("exercise", "exercise"), ("parts", "parts and points"),
+                          ("limits", "limits")):
+            if record.get(key) != first.get(key):
+                raise MergeError(f"{folder} was graded with other {what} than {first_folder}: "
+                                 f"{record.get(key)!r} against {first.get(key)!r}")
+    if first.get("parts") != _parts(exercise):
+        raise MergeError(f"the shards were graded with parts {first.get('parts')!r}, but this "
+                         f"course's {exercise_id} has {_parts(exercise)!r}: merge with the "
+                         "course version that graded them")
+    raw = [(folder, record.get("shard")) for folder, record in records]
+    unsharded = [str(f) for f, s in raw if not (
+        isinstance(s, list) and len(s) == 2 and all(isinstance(x, int) for x in s))]
+    if unsharded:
+        raise MergeError(f"not the output of a --shard K/N run: {unsharded}")
+    shards: list[tuple[int, int]] = [(s[0], s[1]) for _, s in raw if s]
+    totals = {n for _, n in shards}
+    if len(totals) != 1:
+        raise MergeError(f"the shards split the folder in different numbers of parts: "
+                         f"{sorted(totals)}")
+    n = totals.pop()
+    seen = sorted(k for k, _ in shards)
+    if seen != list(range(1, n + 1)):
+        missing = sorted(set(range(1, n + 1)) - set(seen))
+        twice = sorted({k for k in seen if seen.count(k) > 1})
+        raise MergeError(f"{n} shards expected, each once: "
+                         + (f"missing {', '.join(f'{k}/{n}' for k in missing)}"
+                            if missing else "")
+                         + ("; " if missing and twice else "")
+                         + (f"given twice {', '.join(f'{k}/{n}' for k in twice)}"
+                            if twice else ""))
+    results: dict[str, GradeResult] = {}
+    for folder, record in records:
+        for data in record.get("results", []):
+            result = _result(data, folder)
+            if result.student in results:
+                raise MergeError(f"student {result.student!r} is in two shards: were the shards "
+                                 "graded from the same folder?")
+            results[result.student] = result
+    ordered = [results[s] for s in sorted(results)]
+    limits = GradingLimits(**first["limits"])
+    write_outputs(out, str(exercise_id), ordered, limits, merged_from=n)
+    return ordered
