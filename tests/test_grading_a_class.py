@@ -171,3 +171,10 @@ def test_a_bad_shard_is_a_clear_error(text, capsys):
         parse_shard(text)
     assert main(["E10.1", str(ROOT / "exercises"), f"--shard={text}", "--quiet"]) == 2
     assert "--shard" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, value", [("--cell-timeout", "0"), ("--total-timeout", "-5"),
+                                           ("--memory-mb", "0"), ("--cell-timeout", "nan")])
+def test_limits_that_are_not_positive_are_a_clear_error(option, value, capsys):
+    assert main(["E10.1", str(ROOT / "exercises"), option, value, "--quiet"]) == 2
+    assert "must be a positive number" in capsys.readouterr().err

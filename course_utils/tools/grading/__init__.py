@@ -51,6 +51,10 @@ The modules, by idea (none imports another's private names, and there is no cycl
   course_utils.tools.grading.worker``): the notebook, its probe cells, its report;
 - :mod:`.judge`: the points of each part, decided in the grader (:func:`add_parts`);
 - :mod:`.reports`: the gradebook, feedback, histogram and summary;
+- :mod:`.class_report`: what the class got wrong, per part and named mistake
+  (:func:`write_class_report`);
+- :mod:`.shards`: one shard of a folder (``--shard K/N``), the record every run leaves
+  (``results.json``) and ``course-grade merge`` (:func:`merge`);
 - :mod:`.results`: :class:`GradeResult`, the statuses, the report's markers and the caps;
 - :mod:`.sandbox` and :mod:`.memcg`: the per-submission sandbox and memory cgroup.
 
@@ -61,12 +65,14 @@ cached result if its digest (:mod:`.cache`) is unchanged, else hands it to
 The worker reads the notebook (:func:`.intake.read_notebook`), runs its cells and probe cells,
 and streams each part's raw results, then its status, on a private pipe; ``grade_one`` reads it
 to the end, kills the process group, and :func:`.judge.add_parts` judges each part. The result
-goes into the cache, then, once every submission is done, into the gradebook, feedback and
-histogram (:mod:`.reports`).
+goes into the cache, then, once every submission is done, into the gradebook, feedback,
+histogram (:mod:`.reports`), class report (:mod:`.class_report`) and record
+(:func:`.shards.write_outputs`).
 """
 
 from course_utils.tools.grading.batch import grade_folder
 from course_utils.tools.grading.cache import PACKAGE_DIR, REUSED
+from course_utils.tools.grading.class_report import Mistake, class_mistakes, write_class_report
 from course_utils.tools.grading.cli import main
 from course_utils.tools.grading.intake import Intake, collect, read_notebook
 from course_utils.tools.grading.judge import add_parts
@@ -85,9 +91,11 @@ from course_utils.tools.grading.results import (
     STATUSES,
     GradeResult,
 )
+from course_utils.tools.grading.shards import MergeError, merge, parse_shard
 from course_utils.tools.grading.supervise import grade_one
 
 __all__ = ["MARKER", "NOTES", "PACKAGE_DIR", "PART", "PROBE_BYTES", "REUSED", "STATUSES",
-           "GradeResult", "GradingLimits", "Intake", "add_parts", "collect", "grade_folder",
-           "grade_one", "kernel_threads", "main", "read_notebook", "summary", "write_feedback",
-           "write_gradebook", "write_histogram"]
+           "GradeResult", "GradingLimits", "Intake", "MergeError", "Mistake", "add_parts",
+           "class_mistakes", "collect", "grade_folder", "grade_one", "kernel_threads", "main",
+           "merge", "parse_shard", "read_notebook", "summary", "write_class_report",
+           "write_feedback", "write_gradebook", "write_histogram"]

@@ -23,6 +23,13 @@ class GradingLimits:
     total_seconds: float = 300.0
     memory_mb: int = 4096
 
+    def __post_init__(self) -> None:
+        for name in ("cell_seconds", "total_seconds", "memory_mb"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not (
+                    0 < value < float("inf")):
+                raise ValueError(f"{name} must be a positive number; got {value!r}")
+
 
 #: The limits :func:`course_utils.tools.grading.batch.grade_folder` grades under by default.
 DEFAULT_LIMITS = GradingLimits()

@@ -15,6 +15,7 @@ notes (one JSON line). It judges nothing: the grader does (:mod:`.judge`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import sys
@@ -193,6 +194,8 @@ def run_notebook(notebook_path: str, exercise_id: str, cell_seconds: float,
     from nbclient import NotebookClient
     from nbclient.exceptions import DeadKernelError
 
+    # nbclient counts a cell's time in whole seconds: a limit of 2.5 s is 3 s (and never 0)
+    cell_seconds = max(1, math.ceil(cell_seconds))
     raw = Path(notebook_path).read_bytes()
     if hide is not None:
         from course_utils.tools.grading.sandbox import enter
