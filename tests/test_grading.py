@@ -1,6 +1,7 @@
 """course-grade: no submission can crash the grader, hang it, or make it lose rows."""
 
 import csv
+import math
 
 import nbformat
 import pytest
@@ -116,7 +117,8 @@ def test_messages_help_the_student(graded):
     assert "`compute_energies` is not defined" in results["renamed"].messages["energies"]
     assert "must return numbers; got a str" in results["wrong_types"].messages["energies"]
     assert any("SyntaxError" in n for n in results["syntax_error"].notes)
-    assert any("ran longer than 6 s" in n for n in results["loops_forever"].notes)
+    limit = math.ceil(LIMITS.cell_seconds)  # whole seconds, stretched on a busy machine
+    assert any(f"ran longer than {limit} s" in n for n in results["loops_forever"].notes)
     assert any("kernel died" in n for n in results["os_exit"].notes)
     feedback = (out / "feedback" / "renamed.md").read_text()
     assert "`compute_energies` is not defined" in feedback and "graded by your instructor" in feedback
