@@ -23,28 +23,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from jupyter_client.manager import start_new_kernel
-
 from course_utils.files import update_section
 from course_utils.tools.grading import GradingLimits, grade_folder
+from course_utils.tools.grading.limits import bare_kernel_seconds
 from course_utils.tools.grading.sandbox import detect
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
-
-
-def bare_kernel_seconds(repeats: int) -> float:
-    """Median seconds to start a kernel, import the notebook's modules and shut it down."""
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        manager, client = start_new_kernel(kernel_name="python3")
-        client.execute_interactive("import numpy\nfrom course_utils.checks import e10_1",
-                                   timeout=120)
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main(argv=None) -> int:

@@ -9,8 +9,9 @@ submission, so each copy of a solution is checked on inputs of its own; copies a
 Every copy of a solution must score full marks and every untouched student version 0, on
 whatever PyTorch this Python has: run it once in the course's pinned environment and once in an
 environment with the newest PyTorch the README's command installs. Each run's counts are kept
-in ``docs/grading_stress.json`` (one entry per PyTorch version) and the table of all of them is
-written to its section of ``docs/benchmarks.md``. Exits 1 when any honest run lost a point.
+beside the report in ``grading_stress.json`` (``docs/``: one entry per PyTorch version) and the
+table of all of them is written to its section of the report (``docs/benchmarks.md``). Exits 1
+when any honest run lost a point or any untouched exercise scored.
 """
 
 from __future__ import annotations
@@ -128,19 +129,17 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{exercise_id}: {row['full_marks']} of {row['honest']} honest runs full "
                   f"marks; {row['untouched_zero']} of {row['untouched']} untouched scored 0 "
                   f"({row['seconds']} s)", flush=True)
-    store = args.out.parent / "grading_stress.json"
-    runs = json.loads(store.read_text()) if store.exists() and args.out.name == "benchmarks.md" \
-        else {}
+    store = args.out.with_name("grading_stress.json")  # beside the report: one entry a PyTorch
+    runs = json.loads(store.read_text()) if store.exists() else {}
     runs[torch.__version__] = {
         "date": dt.date.today().isoformat(), "jobs": args.jobs,
         "command": "python benchmarks/stress_grading.py " + " ".join(argv or sys.argv[1:]),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                    f"{platform.python_version()}",
         "exercises": results}
-    honest = sum(r["honest"] for run in runs.values() for r in run["exercises"].values())
-    full = sum(r["full_marks"] for run in runs.values() for r in run["exercises"].values())
-    blank = sum(r["untouched"] for run in runs.values() for r in run["exercises"].values())
-    zero = sum(r["untouched_zero"] for run in runs.values() for r in run["exercises"].values())
+    rows = [row for run in runs.values() for row in run["exercises"].values()]
+    honest, full, blank, zero = (sum(row[key] for row in rows) for key in (
+        "honest", "full_marks", "untouched", "untouched_zero"))
     text = "\n".join([
         "## Grading stress: an honest answer never loses a point",
         "",
@@ -166,8 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         "",
         projection(runs[torch.__version__]),
     ])
-    if args.out.name == "benchmarks.md":
-        write_text_atomically(store, json.dumps(runs, indent=1) + "\n")
+    write_text_atomically(store, json.dumps(runs, indent=1) + "\n")
     update_section(args.out, "grading-stress", text, title="Benchmarks")
     print(text)
     failed = any(r["full_marks"] < r["honest"] or r["untouched_zero"] < r["untouched"]

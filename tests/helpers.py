@@ -40,19 +40,9 @@ def machine_slowness() -> float:
     """How many times slower than :data:`QUIET_KERNEL_SECONDS` this machine starts a kernel
     right now (at least 1): measured once per test session, the way every graded notebook
     starts, so that a test's time limits keep their meaning on a loaded machine."""
-    import time
+    from course_utils.tools.grading.limits import bare_kernel_seconds
 
-    from jupyter_client.manager import start_new_kernel
-
-    start = time.perf_counter()
-    manager, client = start_new_kernel(kernel_name="python3")
-    try:
-        client.execute_interactive("import numpy\nfrom course_utils.checks import e10_1",
-                                   timeout=300)
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel(now=True)
-    return max(1.0, (time.perf_counter() - start) / QUIET_KERNEL_SECONDS)
+    return max(1.0, bare_kernel_seconds() / QUIET_KERNEL_SECONDS)
 
 
 def calibrated_limits(cell_seconds: float, total_seconds: float, memory_mb: int = 3000):

@@ -446,3 +446,16 @@ def test_kernels_graded_at_once_share_the_cores(monkeypatch):
     env = limits.minimal_env(limits.kernel_threads(2))
     assert env["OMP_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "4"
     assert env["COURSE_QUICK"] == "1"
+
+
+def test_the_stress_benchmark_grades_solutions_and_untouched_exercises(tmp_path):
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "stress_grading.py"),
+                             "--copies", "2", "--untouched", "1", "--exercises", "E10.1",
+                             "--out", str(tmp_path / "b.md")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = (tmp_path / "b.md").read_text()
+    assert "**2 of 2** honest runs scored full marks and **1 of 1** untouched" in text
+    assert "10,000 submissions per exercise" in text
+    record = json.loads((tmp_path / "grading_stress.json").read_text())
+    assert [run["exercises"]["E10.1"]["full_marks"] for run in record.values()] == [2]

@@ -64,10 +64,11 @@ def class_mistakes(exercise: Any, results: list[GradeResult]) -> list[Mistake]:
     (parts in the exercise's order). A submission counts once per part; "graded" counts the
     submissions that reached the checks (status ``graded``)."""
     graded = [r for r in results if r.status == "graded"]
+    by_student = sorted(results, key=lambda r: r.student)  # the example: the first by id
     rows: list[Mistake] = []
     for name, check in exercise.checks.items():
         groups: dict[str, list[str]] = defaultdict(list)
-        for result in sorted(results, key=lambda r: r.student):
+        for result in by_student:
             if result.points.get(name, 0.0) >= check.points:
                 continue
             message = result.messages.get(name) or NOT_REACHED

@@ -19,7 +19,7 @@ from course_utils.tools.grading.batch import grade_folder
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import GradingLimits, memory_cgroup
 from course_utils.tools.grading.reports import summary
-from course_utils.tools.grading.shards import RESULTS, MergeError, merge, parse_shard
+from course_utils.tools.grading.shards import MergeError, merge, parse_shard, read_record
 from course_utils.tools.grading.supervise import hidden_folders
 
 __all__ = ["main", "merge_main"]
@@ -66,17 +66,11 @@ def merge_main(argv: list[str]) -> int:
     except MergeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(summary(str(_read_exercise(args.out)), results))
+    print(summary(str(read_record(args.out)["exercise"]), results))
     print(f"merged {len(args.shards)} shards; wrote {args.out / 'grades.csv'}, "
           f"{args.out / 'feedback'}/, {args.out / 'histogram.png'}, "
           f"{args.out / 'mistakes.html'}")
     return 0
-
-
-def _read_exercise(out: Path) -> str:
-    import json
-
-    return json.loads((out / RESULTS).read_text())["exercise"]
 
 
 def main(argv: list[str] | None = None) -> int:

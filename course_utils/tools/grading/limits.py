@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 from course_utils.tools.grading.memcg import MemoryCgroup
 
-__all__ = ["DEFAULT_LIMITS", "PASSED_ON", "GradingLimits", "kernel_threads", "limit_memory",
+__all__ = ["DEFAULT_LIMITS", "PASSED_ON", "GradingLimits", "bare_kernel_seconds", "kernel_threads",
+           "limit_memory",
            "memory_cgroup", "minimal_env"]
 
 
@@ -86,3 +87,26 @@ def limit_memory(memory_mb: int, cgroup: MemoryCgroup | None = None) -> Callable
         resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
 
     return apply
+
+
+def bare_kernel_seconds(repeats: int = 1) -> float:
+    """Median seconds to start a kernel, import what a graded notebook imports (NumPy and the
+    checks) and shut it down: what any grader pays per notebook before grading anything, and a
+    measure of how busy the machine is right now."""
+    import statistics
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        manager, client = start_new_kernel(kernel_name="python3")
+        try:
+            client.execute_interactive("import numpy\nfrom course_utils.checks import e10_1",
+                                       timeout=300)
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel(now=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)

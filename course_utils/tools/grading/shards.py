@@ -26,7 +26,8 @@ from course_utils.tools.grading.limits import GradingLimits
 from course_utils.tools.grading.reports import write_feedback, write_gradebook, write_histogram
 from course_utils.tools.grading.results import STATUSES, GradeResult
 
-__all__ = ["RESULTS", "MergeError", "in_shard", "merge", "parse_shard", "write_outputs"]
+__all__ = ["RESULTS", "MergeError", "in_shard", "merge", "parse_shard", "read_record",
+           "write_outputs"]
 
 #: The record every grading run leaves in its output folder, for :func:`merge`.
 RESULTS = "results.json"
@@ -81,7 +82,9 @@ def write_outputs(out: Path, exercise_id: str, results: list[GradeResult],
     write_text_atomically(out / RESULTS, json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
-def _read(folder: Path) -> dict:
+def read_record(folder: Path) -> dict:
+    """The record (:data:`RESULTS`) a grading run left in ``folder``; :class:`MergeError` when
+    there is none or it is not one."""
     path = Path(folder) / RESULTS
     try:
         record = json.loads(path.read_text())
@@ -115,7 +118,8 @@ def merge(folders: list[Path], out: Path) -> list[GradeResult]:
     out = Path(out).resolve()
     if any(Path(f).resolve() == out for f in folders):
         raise MergeError(f"the merged output {out} must not be one of the shard folders")
-    records = [(Path(f), _read(Path(f))) for f in folders]  # a folder given twice counts twice
+    # a list, not a dict: a folder given twice counts twice
+    records = [(Path(f), read_record(Path(f))) for f in folders]
     first_folder, first = records[0]
     exercise_id = first.get("exercise")
     try:
