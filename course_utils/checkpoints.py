@@ -14,9 +14,12 @@ This module is also the one place that names run folders and checkpoint files::
     runs_dir()/multi30k/{attention,vanilla}.pt       notebook 4 (read by notebook 5, E10.2, E10.3)
     runs_dir()/multi30k/epochs/attention-epoch3.pt   notebook 4, after epoch 3 (0 = untrained)
     runs_dir()/multi30k-small/...                    the smaller fallback model of notebook 5
+    runs_dir()/e10.2/{attention,vanilla}.pt          the student's own models of E10.2 (read by E10.3)
 
-``runs_dir()`` is ``notebooks/runs`` (``notebooks/runs/quick`` under ``COURSE_QUICK``, so smoke
-tests never overwrite a real run).
+``runs_dir()`` is ``runs/`` beside the notebook being run (its ``quick/`` folder under
+``COURSE_QUICK``, so smoke tests never overwrite a real run). A notebook that reads another's
+run (an exercise reading notebook 4's models) finds it with :meth:`RunFolder.located`, which
+also looks in the course's ``notebooks/runs``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from typing import Any
 
 import torch
 
-from course_utils.config import runs_dir
+from course_utils.config import lecture_runs_dirs, runs_dir
 from course_utils.data import Vocab
 from course_utils.files import atomic_path
 from course_utils.models import ModelConfig, Seq2Seq, build_model
@@ -43,6 +46,7 @@ __all__ = [
     "REVERSAL_RUN",
     "Checkpoint",
     "CheckpointError",
+    "E10_2_RUN",
     "EpochSaver",
     "RunFolder",
     "display_path",
@@ -73,7 +77,19 @@ class RunFolder:
 
     @property
     def path(self) -> Path:
+        """Where this run is saved (and read, unless :meth:`located` finds it elsewhere)."""
         return (self.root if self.root is not None else runs_dir()) / self.name
+
+    def located(self, model: str = "attention") -> RunFolder:
+        """This run where it was saved: the first of :func:`~course_utils.config.lecture_runs_dirs`
+        that holds ``model``'s checkpoint (e.g. notebook 4's models, read from ``exercises/``);
+        itself when none does (or when ``root`` is given)."""
+        if self.root is not None:
+            return self
+        for root in lecture_runs_dirs():
+            if (root / self.name / f"{model}.pt").exists():
+                return RunFolder(self.name, root)
+        return self
 
     def checkpoint(self, model: str = "attention") -> Path:
         """The final checkpoint of ``model`` (``"attention"`` or ``"vanilla"``)."""
@@ -98,17 +114,20 @@ class RunFolder:
 REVERSAL_RUN = RunFolder("reversal")
 MULTI30K_RUN = RunFolder("multi30k")
 MULTI30K_SMALL_RUN = RunFolder("multi30k-small")
+E10_2_RUN = RunFolder("e10.2")
 
 
 def display_path(path: str | Path) -> str:
-    """``path`` relative to the course folder when it lies inside it (for printing in
-    notebooks, whose outputs are shared), else as given."""
-    course = Path(__file__).resolve().parents[1]
+    """``path`` relative to the course folder when it lies inside it, else relative to the
+    current folder (a student's own copy), else as given: notebook outputs are shared, so they
+    never print a machine's absolute path when a relative one exists."""
     resolved = Path(path).resolve()
-    try:
-        return str(resolved.relative_to(course))
-    except ValueError:
-        return str(path)
+    for base in (Path(__file__).resolve().parents[1], Path.cwd().resolve()):
+        try:
+            return str(resolved.relative_to(base))
+        except ValueError:
+            continue
+    return str(path)
 
 
 # ---------------------------------------------------------------------------- save / load

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 import torch
 
-__all__ = ["get_device", "quick_mode", "runs_dir", "scaled"]
+__all__ = ["get_device", "lecture_runs_dirs", "quick_mode", "runs_dir", "scaled"]
 
 T = TypeVar("T")
 
@@ -62,15 +62,29 @@ def scaled(*, quick: T, cpu: T, gpu: T | None = None, device: torch.device | Non
 
 
 def runs_dir() -> Path:
-    """Where notebooks save checkpoints: ``COURSE_RUNS_DIR``, else ``notebooks/runs`` of the
-    course checkout; under ``COURSE_QUICK`` the ``quick/`` folder inside it, so smoke tests
-    never overwrite the checkpoints of a real run."""
+    """Where a notebook saves its runs (checkpoints, results): ``COURSE_RUNS_DIR``, else the
+    folder ``runs/`` beside the notebook being run (Jupyter runs a notebook in its own folder),
+    so that a student's checkpoints land in the student's own copy of the course, never in the
+    checkout the package was installed from. Under ``COURSE_QUICK`` the ``quick/`` folder inside
+    it, so smoke tests never overwrite the checkpoints of a real run."""
     configured = os.environ.get("COURSE_RUNS_DIR")
-    if configured:
-        base = Path(configured)
-    else:
-        checkout = Path(__file__).resolve().parents[1]
-        base = checkout / "notebooks" / "runs" if (checkout / "notebooks").is_dir() else Path(
-            "runs"
-        ).resolve()
+    base = Path(configured) if configured else Path.cwd() / "runs"
     return base / "quick" if quick_mode() else base
+
+
+def lecture_runs_dirs() -> list[Path]:
+    """Where to *look* for runs another notebook saved, first match wins: :func:`runs_dir`, then
+    (without ``COURSE_RUNS_DIR``) the ``notebooks/runs`` of the same copy of the course, seen
+    from a sibling folder such as ``exercises/`` or from the course folder itself. Notebook 4
+    saves its models in ``notebooks/runs``; E10.2 and E10.3 read them from ``exercises/``."""
+    found = [runs_dir()]
+    if os.environ.get("COURSE_RUNS_DIR"):
+        return found
+    here = Path.cwd()
+    for notebooks in (here.parent / "notebooks", here / "notebooks"):
+        candidate = notebooks / "runs"
+        if quick_mode():
+            candidate = candidate / "quick"
+        if candidate.resolve() != found[0].resolve() and candidate not in found:
+            found.append(candidate)
+    return found

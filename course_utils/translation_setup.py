@@ -152,7 +152,7 @@ def find_or_train_attention_checkpoints(
     (:func:`small_config`, a few minutes on a CPU) once, in its own run folder, so that
     notebook 5 and E10.3 can run on their own; later calls find it.
     """
-    paths = _complete(MULTI30K_RUN, config.epochs)
+    paths = _complete(MULTI30K_RUN.located(), config.epochs)
     if paths is not None:
         return paths
     small = small_config(config)
@@ -163,7 +163,7 @@ def find_or_train_attention_checkpoints(
           f"alignments are too rough for the examples the text discusses (it shows no "
           f"clear reordering or crossing): for those, and for E10.3's written answers, run "
           f"notebook 4 first.")
-    paths = _complete(MULTI30K_SMALL_RUN, small.epochs)
+    paths = _complete(MULTI30K_SMALL_RUN.located(), small.epochs)
     if paths is not None:
         print("Found it from an earlier run.")
         return paths

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from course_utils.checkpoints import (
+    E10_2_RUN,
     MULTI30K_RUN,
     REVERSAL_RUN,
     CheckpointError,
@@ -172,3 +173,23 @@ def test_epoch_saver_keeps_every_epoch(tmp_path, saved):
 def test_display_path_is_relative_to_the_course_folder(root, tmp_path):
     assert display_path(root / "notebooks" / "runs" / "x.pt") == "notebooks/runs/x.pt"
     assert display_path(tmp_path / "x.pt") == str(tmp_path / "x.pt")
+
+
+def test_a_students_runs_land_beside_the_notebook_they_run(tmp_path, monkeypatch):
+    # a student's copy of the course: notebook 4 saved its models, E10.2 is run from exercises/
+    monkeypatch.delenv("COURSE_RUNS_DIR", raising=False)
+    monkeypatch.setenv("COURSE_QUICK", "0")
+    course = tmp_path / "my-course"
+    (course / "exercises").mkdir(parents=True)
+    saved_by_notebook_4 = course / "notebooks" / "runs" / "multi30k" / "attention.pt"
+    saved_by_notebook_4.parent.mkdir(parents=True)
+    saved_by_notebook_4.write_bytes(b"")
+    monkeypatch.chdir(course / "exercises")
+    assert E10_2_RUN.checkpoint() == course / "exercises" / "runs" / "e10.2" / "attention.pt"
+    assert MULTI30K_RUN.located().checkpoint() == saved_by_notebook_4
+    assert MULTI30K_RUN.located("vanilla").path == course / "exercises" / "runs" / "multi30k"
+    assert display_path(E10_2_RUN.checkpoint()) == "runs/e10.2/attention.pt"
+    monkeypatch.chdir(course / "notebooks")
+    assert MULTI30K_RUN.located().checkpoint() == saved_by_notebook_4
+    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path / "elsewhere"))  # the grader's sandbox
+    assert MULTI30K_RUN.located().path == tmp_path / "elsewhere" / "multi30k"
