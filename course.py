@@ -3,6 +3,7 @@
 
     python3 course.py lab     # open the course in JupyterLab
     python3 course.py test    # run every test: unit tests and the notebooks (nbval)
+                              # (not in a student handout, which has no tests/)
     python3 course.py setup   # only create / update the environment
     python3 course.py book    # build the course website (_build/book/html); --no-solutions
 
@@ -153,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("extra", nargs=argparse.REMAINDER,
                         help="passed on to jupyter / pytest / the site builder")
     args = parser.parse_args(argv)
+    if args.command == "test" and not (ROOT / "tests").is_dir():
+        # a student handout (course-handout) ships the notebooks and exercises, not the tests
+        print(f"error: the course's tests are not part of this folder ({ROOT} has no tests/): "
+              "they come with the course's repository. In a student handout, each exercise's "
+              "check cells are the tests; python3 course.py lab opens them.", file=sys.stderr)
+        return 2
     # the site needs the book extra; the tests build it too, so they install it if they can
     extras = ("book",) if args.command in ("book", "test") else ()
     python = ensure_environment(use_venv=use_venv, extras=extras,

@@ -8,6 +8,7 @@
 - :mod:`course_utils.tools.exercises`: ``course-exercises``, ``exercises/`` from ``solutions/``
 - :mod:`course_utils.tools.nbgrader`: the same exercises as nbgrader source notebooks
 - :mod:`course_utils.tools.book`: the course website (``python3 course.py book``)
+- :mod:`course_utils.tools.handout`: ``course-handout``, the folder students get (no solutions)
 - :mod:`course_utils.tools.execute`: ``course-execute``, re-running notebooks for their outputs
 - :mod:`course_utils.tools.kernel`: ``course-kernel``, the Jupyter kernel the notebooks use
 

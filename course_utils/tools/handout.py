@@ -1,0 +1,306 @@
+"""The student handout: what an instructor gives students, without the worked solutions.
+
+The course's repository holds ``solutions/``, the tests, the benchmarks and the instructors'
+notes. A handout holds only what students need::
+
+    notebooks/        the lecture notebooks, as committed (no runs, no checkpoints)
+    exercises/        the student versions, as course-exercises generates them (no outputs)
+    course_utils/     the package the notebooks import (no caches)
+    course.py, pyproject.toml, environment.yml, .gitignore, and Binder's postBuild
+    README.md         generated for students: what is here, how to open it, how to hand in
+    site/             with --site: the course website of the handout (no solutions)
+
+``python3 course.py lab`` opens it as it opens the repository; ``python3 course.py test`` says
+that the tests are not part of a handout. Before the folder is put in place, every file in it is
+searched for the text of the worked solutions (:func:`solution_text`); a handout that holds any
+is refused. It is written into a temporary folder beside OUT and renamed only when complete, so
+a failure leaves no OUT behind.
+
+Command line (installed as ``course-handout``)::
+
+    course-handout OUT                  # a new folder OUT
+    course-handout OUT --site           # with the course website in OUT/site (seconds)
+    course-handout OUT --hand-in "Upload each exercise notebook to the course page by Friday."
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import nbformat
+
+from course_utils.files import current_umask
+from course_utils.tools.exercise_format import BEGIN, END
+from course_utils.tools.exercises import build_all
+
+__all__ = ["HandoutError", "Leak", "find_solution_text", "main", "make_handout",
+           "solution_text", "student_readme"]
+
+COURSE = Path(__file__).resolve().parents[2]
+#: Copied as they are; ``postBuild`` and the other repo2docker files only where the course has
+#: them (Binder builds ``environment.yml``, then runs ``postBuild``).
+FILES = ("course.py", "pyproject.toml", "environment.yml")
+OPTIONAL_FILES = (".gitignore", "postBuild", "apt.txt", "runtime.txt", "start")
+#: The course's folders a handout is made from (OUT may not be inside one of them).
+COPIED = ("notebooks", "exercises", "course_utils", "solutions")
+#: Never copied from ``notebooks/`` or ``course_utils/``: runs, checkpoints, caches.
+LEFT_OUT = shutil.ignore_patterns("runs", "checkpoints", "*.pt", "*.gz", "__pycache__",
+                                  "*.py[cod]", ".ipynb_checkpoints", "*.egg-info")
+#: Solution lines shorter than this (``return fig``, ``continue``) are not searched for.
+MIN_CHARS = 20
+DEFAULT_HAND_IN = (
+    "Before you hand in, run the notebook from the top (*Kernel → Restart Kernel and Run All "
+    "Cells*): the grader runs it the same way, in a fresh kernel. Then hand in that one `.ipynb` "
+    "file per exercise, named with your student id (`alice.ipynb`), where your instructor "
+    "tells you."
+)
+
+
+class HandoutError(RuntimeError):
+    """The handout cannot be made; the message says why and what to do."""
+
+
+class Leak(NamedTuple):
+    """A line of a worked solution found in a file of the handout."""
+
+    file: Path
+    line: str
+    solution: str  # where the line comes from: "E10.1-attention-by-hand.ipynb, cell 3"
+
+
+def solution_text(course: Path = COURSE) -> dict[str, str]:
+    """The lines a handout must not hold, each mapped to the solution cell it comes from.
+
+    Every line of at least :data:`MIN_CHARS` characters between the solution markers of
+    ``solutions/*.ipynb``: the code (also without its trailing comment) and the written
+    answers. Code lines that the course shows students anyway are left out: those of the lecture
+    notebooks and of the ``course_utils`` package, which holds the reference versions the checks
+    compare with (calling them scores 0), so they are no secret.
+    """
+    public = "\n".join(path.read_text(encoding="utf-8")
+                       for path in sorted((course / "course_utils").rglob("*.py")))
+    for path in sorted((course / "notebooks").glob("*.ipynb")):
+        cells = nbformat.read(path, as_version=4).cells
+        public += "\n" + "\n".join(cell.source for cell in cells if cell.cell_type == "code")
+    needles: dict[str, str] = {}
+    for path in sorted((course / "solutions").glob("*.ipynb")):
+        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
+            inside = False
+            for line in cell.source.splitlines():
+                if line.strip() in (BEGIN, END):
+                    inside = line.strip() == BEGIN
+                    continue
+                if not inside:
+                    continue
+                found = [line.strip()]
+                if cell.cell_type == "code":
+                    found.append(re.split(r"\s#", line)[0].strip())
+                for text in found:
+                    if len(text) >= MIN_CHARS and not (cell.cell_type == "code"
+                                                       and text in public):
+                        needles.setdefault(text, f"{path.name}, cell {index}")
+    return needles
+
+
+def _searchable(path: Path) -> str:
+    """A file's text as a reader sees it: a notebook's strings unescaped, a page's without tags."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    if path.suffix == ".ipynb":
+        try:
+            text += "\n" + "\n".join(_strings(json.loads(text)))
+        except json.JSONDecodeError:
+            pass
+    elif path.suffix in (".html", ".htm"):
+        text += "\n" + html.unescape(re.sub(r"<[^>]+>", "", text))
+    return text
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string inside a JSON value."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return [text for item in value for text in _strings(item)] if isinstance(value, list) else []
+
+
+def find_solution_text(folder: Path, needles: dict[str, str]) -> list[Leak]:
+    """Every line of ``needles`` (see :func:`solution_text`) that a file under ``folder`` holds."""
+    leaks = []
+    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
+        text = _searchable(path)
+        leaks += [Leak(path, line, where) for line, where in needles.items() if line in text]
+    return leaks
+
+
+def _title(notebook: Path) -> str:
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type == "markdown" and cell.source.strip():
+            return cell.source.strip().splitlines()[0].lstrip("# ").strip()
+    return notebook.stem
+
+
+def student_readme(handout: Path, title: str, hand_in: str = DEFAULT_HAND_IN) -> str:
+    """The handout's README: what is in the folder, how to open it, the exercises, handing in."""
+    def listing(folder: str) -> str:
+        return "\n".join(f"- [{_title(p)}]({folder}/{p.name})"
+                         for p in sorted((handout / folder).glob("*.ipynb")))
+
+    env = (handout / "environment.yml").read_text(encoding="utf-8")
+    env_name = m.group(1) if (m := re.search(r"^name:\s*(\S+)", env, re.MULTILINE)) else "..."
+    return f"""# {title}
+
+This folder is the course as your instructor hands it out: the lecture notebooks, the exercises,
+and the small Python package that the notebooks import (`course_utils`). The worked solutions
+are not part of it.
+
+## Open the course
+
+You need Python 3.11 or newer, and an internet connection for the first run. In this folder:
+
+```
+python3 course.py lab
+```
+
+The first run creates a virtual environment in `.venv`, installs the course and its
+dependencies into it (a few minutes: PyTorch is the big one) and registers the notebooks'
+Jupyter kernel; then JupyterLab opens on the lecture notebooks. Later runs start at once.
+With conda instead: `conda env create -f environment.yml`, `conda activate {env_name}`, then
+`python3 course.py lab --no-venv`. (`python3 course.py test` runs the course's tests, which come
+with the course's repository, not with this handout.)
+
+## What is here
+
+The lecture notebooks, in `notebooks/`, in the order they are taught:
+
+{listing("notebooks")}
+
+Your exercises, in `exercises/`:
+
+{listing("exercises")}
+
+`course_utils/` is the package the notebooks import: the day's library (what you build in the
+notebooks, made fast and tested) and the checks that your exercises call. `course.py`,
+`pyproject.toml` and `environment.yml` install it. Trained models are saved under `runs/`
+beside the notebook that trains them.
+
+## Working on an exercise
+
+Open it in `exercises/`, replace each `raise NotImplementedError` with your code and run the
+check cell under it: the check says what is wrong without giving the answer, and the last cell
+adds up your points. Write your written answers where the notebook says *Write your answer
+here*; your instructor grades those.
+
+## Handing in
+
+{hand_in.strip()}
+"""
+
+
+def _prepare(out: Path, course: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise HandoutError(f"{out} already exists and is not empty; a handout goes into a new "
+                           "folder: name another one, or remove this one first")
+    if out == course or any(out.is_relative_to(course / name) for name in COPIED):
+        raise HandoutError(f"{out} is inside the course's files; put the handout elsewhere "
+                           "(outside the course folder is best)")
+    if not (course / "solutions").is_dir():
+        raise HandoutError(f"no solutions/ in {course}: make the handout from the course's "
+                           "repository (the exercises are checked against the solutions)")
+    stale = build_all(course / "solutions", course / "exercises", check=True)
+    if stale:
+        raise HandoutError("out of date with solutions/: " + ", ".join(str(p) for p in stale)
+                           + "; run course-exercises first")
+
+
+def _fill(work: Path, course: Path, *, site: bool, hand_in: str) -> None:
+    """Write the handout's content into the (new, empty) folder ``work``."""
+    shutil.copytree(course / "notebooks", work / "notebooks", ignore=LEFT_OUT)
+    shutil.copytree(course / "course_utils", work / "course_utils", ignore=LEFT_OUT)
+    (work / "exercises").mkdir()
+    for solution in sorted((course / "solutions").glob("*.ipynb")):
+        shutil.copy2(course / "exercises" / solution.name, work / "exercises" / solution.name)
+    for name in FILES + tuple(n for n in OPTIONAL_FILES if (course / n).is_file()):
+        shutil.copy2(course / name, work / name)
+    readme = (course / "README.md").read_text(encoding="utf-8")
+    title = m.group(1).strip() if (m := re.search(r"^# (.+)$", readme, re.MULTILINE)) else ""
+    (work / "README.md").write_text(student_readme(work, title or "The course", hand_in),
+                                    encoding="utf-8")
+    if site:
+        from course_utils.tools.book import BookError, build_book  # Sphinx, on demand
+
+        try:
+            build_book(work / "site", course=work, solutions=False)
+        except BookError as error:
+            raise HandoutError(f"the site could not be built: {error}") from error
+
+
+def make_handout(out: str | Path, *, course: str | Path = COURSE, site: bool = False,
+                 hand_in: str = DEFAULT_HAND_IN) -> Path:
+    """Write the student handout of ``course`` into the new folder ``out``; return ``out``.
+
+    Raises :class:`HandoutError` when ``out`` exists and is not empty, when ``exercises/`` is
+    out of date, or when a file of the handout holds text of a worked solution. On any failure
+    nothing is left at ``out``.
+    """
+    course, out = Path(course).resolve(), Path(out).resolve()
+    _prepare(out, course)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-handout-", dir=out.parent))
+    try:
+        _fill(work, course, site=site, hand_in=hand_in)
+        leaks = find_solution_text(work, solution_text(course))
+        if leaks:
+            shown = "\n".join(f"  {leak.file.relative_to(work)}: {leak.line!r} "
+                              f"(from {leak.solution})" for leak in leaks[:10])
+            raise HandoutError(f"the handout would hold text of the worked solutions "
+                               f"({len(leaks)} lines), so it was not written:\n{shown}")
+        os.chmod(work, 0o777 & ~current_umask())  # mkdtemp makes the folder private
+        if out.exists():
+            out.rmdir()  # empty, checked above
+        work.rename(out)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="course-handout",
+        description="Write what students get (lecture notebooks, exercises, the course_utils "
+                    "package, a README) into a new folder, without the worked solutions.")
+    parser.add_argument("out", type=Path, help="a new (or empty) folder")
+    parser.add_argument("--site", action="store_true",
+                        help="also build the course website, without solutions, in OUT/site "
+                             "(needs the book extra)")
+    parser.add_argument("--hand-in", default=DEFAULT_HAND_IN, metavar="TEXT",
+                        help="how students hand in, for the README (Markdown)")
+    parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    try:
+        out = make_handout(args.out, course=args.course, site=args.site, hand_in=args.hand_in)
+    except HandoutError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    counts = {name: len(list((out / name).glob("*.ipynb"))) for name in ("notebooks",
+                                                                         "exercises")}
+    print(f"Wrote the student handout to {out}/: {counts['notebooks']} lecture notebooks, "
+          f"{counts['exercises']} exercises, the course_utils package"
+          f"{' and the site (site/index.html)' if args.site else ''}; no solutions.\n"
+          f"Hand it out as a zip (python3 -m zipfile -c {out.name}.zip {out}) or as a "
+          "repository of its own; students run: python3 course.py lab")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
