@@ -123,6 +123,7 @@ def additive_attention(W_s, W_h, v, query: torch.Tensor, encoder_outputs: torch.
         return _context(weights, encoder_outputs), weights
 
 
+@torch.no_grad()  # per next(): a `with` block would outlive a yield and leak no_grad
 def attention_mistakes(W_s, W_h, v, query: torch.Tensor, encoder_outputs: torch.Tensor,
                        mask: torch.Tensor | None = None,
                        ) -> Iterator[tuple[Pair | None, str]]:
@@ -134,39 +135,39 @@ def attention_mistakes(W_s, W_h, v, query: torch.Tensor, encoder_outputs: torch.
     hides at least one position. A softmax over the wrong axis gives NaN where a column of the
     batch is all padding: compare with NaN equal to NaN.
     """
-    with torch.no_grad():
-        keys = _apply(W_h, encoder_outputs)  # (batch, src_len, attn_dim)
-        energies = _energies(W_s, W_h, v, query, keys)  # (batch, src_len)
-        masks = mask is not None and not bool(mask.all())
-        real = mask.float() if mask is not None else torch.ones_like(energies)
+    keys = _apply(W_h, encoder_outputs)  # (batch, src_len, attn_dim)
+    energies = _energies(W_s, W_h, v, query, keys)  # (batch, src_len)
+    masks = mask is not None and not bool(mask.all())
+    real = mask.float() if mask is not None else torch.ones_like(energies)
 
-        def pair(weights: torch.Tensor, values: torch.Tensor = encoder_outputs) -> Pair:
-            return _context(weights, values), weights
+    def pair(weights: torch.Tensor, values: torch.Tensor = encoder_outputs) -> Pair:
+        return _context(weights, values), weights
 
+    if masks:
+        assert mask is not None
+        yield pair(torch.softmax(energies, -1) * real), MASK_AFTER_SOFTMAX
+        yield pair(torch.softmax(energies, -1)), MASK_MISSING
+        yield pair(torch.softmax(energies.masked_fill(~mask, 0.0), -1)), MASK_WITH_ZERO
+    if energies.shape[0] > 1:  # over the batch: each position's weights sum to 1
+        hidden = energies if mask is None else energies.masked_fill(~mask, float("-inf"))
+        yield pair(torch.softmax(hidden, dim=0)), WRONG_AXIS
         if masks:
-            assert mask is not None
-            yield pair(torch.softmax(energies, -1) * real), MASK_AFTER_SOFTMAX
-            yield pair(torch.softmax(energies, -1)), MASK_MISSING
-            yield pair(torch.softmax(energies.masked_fill(~mask, 0.0), -1)), MASK_WITH_ZERO
-        if energies.shape[0] > 1:  # over the batch: each position's weights sum to 1
-            hidden = energies if mask is None else energies.masked_fill(~mask, float("-inf"))
-            yield pair(torch.softmax(hidden, dim=0)), WRONG_AXIS
-            if masks:
-                yield pair(torch.softmax(energies, dim=0) * real), WRONG_AXIS
-                yield pair(torch.softmax(energies, dim=0)), WRONG_AXIS
-        yield pair(real.clone()), SINGLETON_AXIS
-        yield pair(torch.ones_like(energies)), SINGLETON_AXIS
-        yield pair(energies * real), NO_SOFTMAX
-        yield pair(energies), NO_SOFTMAX
-        yield pair(torch.exp(energies) * real), NOT_NORMALISED
-        yield pair(torch.exp(energies)), NOT_NORMALISED
-        yield pair(_masked_softmax(_energies(W_s, W_h, v, query, keys, tanh=False), mask)), \
-            NO_TANH
-        right = _masked_softmax(energies, mask)
-        yield (pair(right, keys) if keys.shape == encoder_outputs.shape else None), \
-            CONTEXT_FROM_KEYS
+            yield pair(torch.softmax(energies, dim=0) * real), WRONG_AXIS
+            yield pair(torch.softmax(energies, dim=0)), WRONG_AXIS
+    yield pair(real.clone()), SINGLETON_AXIS
+    yield pair(torch.ones_like(energies)), SINGLETON_AXIS
+    yield pair(energies * real), NO_SOFTMAX
+    yield pair(energies), NO_SOFTMAX
+    yield pair(torch.exp(energies) * real), NOT_NORMALISED
+    yield pair(torch.exp(energies)), NOT_NORMALISED
+    yield pair(_masked_softmax(_energies(W_s, W_h, v, query, keys, tanh=False), mask)), \
+        NO_TANH
+    right = _masked_softmax(energies, mask)
+    yield (pair(right, keys) if keys.shape == encoder_outputs.shape else None), \
+        CONTEXT_FROM_KEYS
 
 
+@torch.no_grad()  # per next(): a `with` block would outlive a yield and leak no_grad
 def step_mistakes(cell: nn.GRUCell, attention: nn.Module, embedded: torch.Tensor,
                   state: torch.Tensor, encoder_outputs: torch.Tensor, keys: torch.Tensor,
                   mask: torch.Tensor | None = None) -> Iterator[tuple[Pair | None, str]]:
@@ -189,18 +190,17 @@ def step_mistakes(cell: nn.GRUCell, attention: nn.Module, embedded: torch.Tensor
     def attend(query: torch.Tensor, with_keys: torch.Tensor | None = keys) -> torch.Tensor:
         return additive_attention(W_s, W_h, v, query, encoder_outputs, mask, with_keys)[0]
 
-    with torch.no_grad():
-        context = attend(state)  # c_i from s_(i-1)
-        new_state = cell(torch.cat([embedded, context], -1), state)  # s_i
-        # attending after the update: the context that goes in comes from a first update
-        first = cell(torch.cat([embedded, torch.zeros_like(context)], -1), state)
-        late = attend(first)
-        yield (cell(torch.cat([embedded, late], -1), state), late), QUERY_AFTER_UPDATE
-        yield (first, attend(first)), QUERY_AFTER_UPDATE
-        yield (new_state, attend(new_state)), CONTEXT_OF_NEW_STATE
-        yield (cell(torch.cat([context, embedded], -1), state), context), SWAPPED_INPUT
-        own_keys = _apply(W_h, encoder_outputs)
-        if not torch.allclose(own_keys, keys):
-            again = attend(state, own_keys)
-            yield (cell(torch.cat([embedded, again], -1), state), again), KEYS_RECOMPUTED
-        yield (state, context), STATE_UNCHANGED
+    context = attend(state)  # c_i from s_(i-1)
+    new_state = cell(torch.cat([embedded, context], -1), state)  # s_i
+    # attending after the update: the context that goes in comes from a first update
+    first = cell(torch.cat([embedded, torch.zeros_like(context)], -1), state)
+    late = attend(first)
+    yield (cell(torch.cat([embedded, late], -1), state), late), QUERY_AFTER_UPDATE
+    yield (first, attend(first)), QUERY_AFTER_UPDATE
+    yield (new_state, attend(new_state)), CONTEXT_OF_NEW_STATE
+    yield (cell(torch.cat([context, embedded], -1), state), context), SWAPPED_INPUT
+    own_keys = _apply(W_h, encoder_outputs)
+    if not torch.allclose(own_keys, keys):
+        again = attend(state, own_keys)
+        yield (cell(torch.cat([embedded, again], -1), state), again), KEYS_RECOMPUTED
+    yield (state, context), STATE_UNCHANGED
