@@ -19,7 +19,8 @@ A section is a level-2 heading (``## ...``) and everything up to the next one. I
 The reading pace is that of careful study, not of skimming: 120 words a minute for prose with
 formulas (about half of an adult's pace on ordinary text), 10 lines a minute for code (6 s a
 line, enough to follow what each line does) and half a minute to read each figure. For the
-exercises, writing time is added on top of reading the solution notebook's instructions:
+exercises, and for the lecture notebooks' "your turn" cells (whose worked versions sit in
+collapsed cells tagged ``hide-input``), writing time is added on top of reading the instructions:
 WRITE_CODE_MINUTES per line of solution code and the written answers at WRITING_WORDS_PER_MINUTE
 (a student composing an answer, not copying one). Those two are the estimate's weakest part:
 they are budgets, not measurements. The figures go to ``docs/day_plan.md``.
@@ -79,6 +80,8 @@ HOMEWORK = (
     "solutions/E10.4-dot-and-general-scores.ipynb",
 )
 SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
+#: The tag of a lecture notebook's collapsed worked version of a "your turn" cell.
+WORKED_TAG = "hide-input"
 
 
 @dataclass
@@ -160,6 +163,13 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
         section = sections[-1]
         if cell.cell_type != "code":
             continue
+        if WORKED_TAG in cell.metadata.get("tags", []):
+            # a lecture's worked version of a "your turn" cell: the student writes this code
+            # (the lines that choose between theirs and the worked one are not counted)
+            written = source.split("\nif not yours_pass")[0]
+            section.solution_code_lines += _code_lines(written)
+            section.seconds += cell_seconds
+            continue
         answers = SOLUTION.findall(source)
         section.solution_code_lines += sum(_code_lines(a) for a in answers)
         section.code_lines += _code_lines(SOLUTION.sub("", source))
@@ -183,7 +193,8 @@ def report(timed: list[Timed], quick: bool, dates: str) -> str:
         "Computing is the measured time of each section's cells in a fresh kernel. Reading is "
         f"estimated at {WORDS_PER_MINUTE} words of prose a minute, {CODE_LINES_PER_MINUTE} lines "
         f"of code a minute and {FIGURE_MINUTES} min per figure (careful study, see "
-        "`benchmarks/day_plan.py`). For the exercises, writing is budgeted at "
+        "`benchmarks/day_plan.py`). For the exercises and the lecture's \"your turn\" cells, "
+        "writing is budgeted at "
         f"{WRITE_CODE_MINUTES:g} min per line of solution code and "
         f"{WRITING_WORDS_PER_MINUTE} words a minute for written answers.",
         "",

@@ -231,6 +231,26 @@ def test_day_plan_splits_a_notebook_into_timed_sections():
         + 30 / day_plan.WRITING_WORDS_PER_MINUTE + 0.5)
 
 
+def test_day_plan_counts_a_lectures_worked_version_as_code_to_write():
+    import nbformat.v4 as nbf
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import day_plan
+
+    worked = nbf.new_code_cell("class Worked(Mine):\n    def forward(self, x):\n        return x\n\n\n"
+                               "if not yours_pass:\n    Mine = Worked\nprint('uses')")
+    worked.metadata["tags"] = [day_plan.WORKED_TAG]
+    notebook = nbf.new_notebook(cells=[
+        nbf.new_markdown_cell("## 3. Your turn"),
+        nbf.new_code_cell("class Mine:\n    def forward(self, x):\n        raise NotImplementedError"),
+        worked,
+    ])
+    (turn,) = day_plan.sections_of(notebook, [0.0, 0.0, 2.0])
+    assert turn.code_lines == 3  # the skeleton is read
+    assert turn.solution_code_lines == 3  # the worked class is written, not the fallback lines
+    assert turn.seconds == 2.0
+
+
 def test_day_plan_names_a_missing_notebook(monkeypatch, capsys):
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import day_plan
