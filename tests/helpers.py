@@ -14,6 +14,7 @@ def notebook_functions(path: Path) -> dict:
     namespace: dict = {}
     exec("import numpy as np\nimport sacrebleu\nimport matplotlib.pyplot as plt\nimport torch\n"
          "from course_utils.models import VanillaDecoder\nimport math\nfrom torch import nn\n"
+         "from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder\n"
          "from course_utils.attention import Attention", namespace)
     for cell in nbformat.read(path, as_version=4).cells:
         if cell.cell_type == "code" and cell.source.lstrip().startswith(("def ", "class ")):

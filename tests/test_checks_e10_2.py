@@ -20,7 +20,7 @@ def test_solution_scores_full_marks_and_exercise_scores_zero():
     assert all(r.passed for r in checks.EXERCISE.grade(notebook_functions(SOLUTION)))
     for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
         assert result.points == 0 and result.message == NOT_IMPLEMENTED
-    assert get_exercise("E10.2").max_points == 16
+    assert get_exercise("E10.2").max_points == 22
 
 
 def bucketed(bounds, average=False, empty_is_zero=False):

@@ -53,19 +53,20 @@ class Hidden(torch.Tensor):
 _GLOBAL_GENERATOR = threading.Lock()
 
 
-def fresh_model(seed: int):
-    """A library vanilla model with random weights, and a padded batch for it."""
+def fresh_model(seed: int, config: ModelConfig = CONFIG):
+    """A library model (vanilla unless ``config`` says attention) with random weights, and a
+    padded batch for it."""
     generator = torch.Generator().manual_seed(seed)
     # the layers draw their weights from PyTorch's global generator: seed it for this model
     # alone, one thread at a time (the grader judges submissions in threads), and put it back
     with _GLOBAL_GENERATOR, torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        library = build_model(CONFIG).eval()
+        library = build_model(config).eval()
     lengths = torch.tensor(LENGTHS)
     width = max(LENGTHS)
-    src = torch.randint(4, CONFIG.src_vocab_size, (len(LENGTHS), width), generator=generator)
+    src = torch.randint(4, config.src_vocab_size, (len(LENGTHS), width), generator=generator)
     src[torch.arange(width)[None, :] >= lengths[:, None]] = Vocab.pad_id
-    tgt_in = torch.randint(4, CONFIG.tgt_vocab_size, (len(LENGTHS), 6), generator=generator)
+    tgt_in = torch.randint(4, config.tgt_vocab_size, (len(LENGTHS), 6), generator=generator)
     tgt_in[:, 0] = Vocab.bos_id
     return library, src, lengths, tgt_in
 

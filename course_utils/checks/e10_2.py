@@ -1,46 +1,62 @@
 """Checks for exercise E10.2: vanilla seq2seq against Bahdanau attention on Multi30k.
 
-Students write the fixed-context ("Day 7 style") decoder as a subclass of the library's
-:class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its own ``context``
-and ``step``. The checks build a small model with random weights and inputs (fresh in each
-grading run), load the same weights into the student's decoder and compare outputs:
+Students write both decoders (Part 1). The fixed-context ("Day 7 style") one is a subclass of
+the library's :class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its
+own ``context`` and ``step``; the attention one is ``AdditiveAttention`` (``project_keys``,
+``attend``) and ``BahdanauDecoder(AttentionDecoder)`` (``prepare``, ``step``), whose given
+constructors keep the library's parameter names. The checks build a small model with random
+weights and inputs (fresh in each grading run), load the same weights into the student's
+classes and compare outputs:
 
 - ``vanilla_context``: ``context(state, memory)`` must give the encoder's final states,
   ``[forward at the last real token; backward at the first]``, read from
   ``memory.encoder_outputs`` and ``memory.mask`` (the check hides ``memory.summary``, which is
   the library's answer), the same vector at every step, and no attention weights;
 - ``vanilla_step``: ``step(embedded, state, memory)`` must give the library's ``(s_i, c_i,
-  None)``, so that the whole model's logits and greedy outputs equal the library's.
+  None)``, so that the whole model's logits and greedy outputs equal the library's;
+- ``attention``: the keys ``W_h h``; the context and weights from given keys, with the mask
+  applied before the softmax; and the keys it is given are the ones it uses;
+- ``attention_step``: ``prepare`` puts the keys in the memory once per batch; ``step`` attends
+  with ``s_(i-1)`` using ``memory.keys`` (handed keys that are not ``W_h h``, so recomputing
+  them shows), then updates the state from ``[E y_(i-1); c_i]``; whole sentences and greedy
+  decoding equal the library's. The known wrong formulas are named by
+  :mod:`course_utils.checks.attention_hints`.
 
-Under ``course-grade`` both decoder parts are judged in the grader: their ``adapt``
-(:mod:`course_utils.checks.decoders`) runs the student's class in the kernel on the run's seed
-and reports plain data (the context and state tensors as arrays, logits, greedy tokens,
-gradients, whether the weights are ``None``); the grader rebuilds the same library model from
-the seed, computes every expected value and decides. For the step, the kernel also runs the
-student's ``step`` with a right context standing in, and the grader uses that run when the
-student's context does not pass.
+Under ``course-grade`` the four decoder parts are judged in the grader: their ``adapt``
+(:mod:`course_utils.checks.decoders`, :mod:`course_utils.checks.attention_decoder`) runs the
+student's class in the kernel on the run's seed and reports plain data; the grader rebuilds the
+same library model from the seed, computes every expected value and decides. For each step the
+kernel also runs the student's ``step`` with a right context (or attention) standing in, which
+the grader judges when the student's own does not pass. While the student's classes run, the
+library's attention and decoders refuse to work, and code that uses the library's attention
+(``course_utils.attention``, ``course_utils.scores``, the attention decoders) earns nothing.
 
-Then three functions, called on small, known inputs:
-
-- ``bleu_by_bucket(hypotheses, references, source_lengths)``: corpus BLEU per source-length
-  bucket (``"< 10"``, ``"10-20"``, ``"> 20"``), ``None`` for an empty bucket;
-- ``plot_bleu_by_length(scores)``: a grouped bar chart, one group per bucket, one bar per model;
-- ``plot_loss_curves(histories)``: training and validation loss of every model in one figure.
-
-The written comparison is graded by hand.
+Parts 3 to 5 (BLEU by length, its chart, the loss curves) are judged by
+:mod:`course_utils.checks.bleu_by_length`. The written comparison is graded by hand.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
-import matplotlib.pyplot as plt
 import numpy as np
-import sacrebleu
 import torch
-from matplotlib.figure import Figure
 
-from course_utils.checks.calling import CheckFailed, call_student
+from course_utils.checks.attention_decoder import (
+    ATTENTION_CONFIG,
+    adapt_attention,
+    adapt_decoder,
+    other_keys,
+)
+from course_utils.checks.attention_hints import attention_mistakes, step_mistakes
+from course_utils.checks.bleu_by_length import (
+    BUCKETS,
+    judge_bleu_by_bucket,
+    judge_loss_curves,
+    judge_plot_bleu,
+)
+from course_utils.checks.calling import CheckFailed
 from course_utils.checks.decoders import (
     GIVEN,
     adapt_context,
@@ -51,15 +67,17 @@ from course_utils.checks.decoders import (
     memory_of,
 )
 from course_utils.checks.framework import Exercise
-from course_utils.checks.hints import raise_named
-from course_utils.checks.probes import AxesData, FigureData, describe_figure, fresh_seed
+from course_utils.checks.hints import named_mistake, raise_named
+from course_utils.checks.probes import fresh_seed
 from course_utils.decoding import greedy_decode
-from course_utils.metrics import LENGTH_BUCKETS
-from course_utils.models import DecoderMemory, VanillaDecoder
-from course_utils.training import History
+from course_utils.models import AttentionDecoder, DecoderMemory, VanillaDecoder
 
 __all__ = [
+    "BUCKETS",
     "EXERCISE",
+    "attention_decoder_to_train",
+    "check_attention",
+    "check_attention_step",
     "check_bleu_by_bucket",
     "check_loss_curves",
     "check_plot_bleu",
@@ -69,7 +87,6 @@ __all__ = [
 ]
 
 EXERCISE = Exercise("E10.2", "Vanilla seq2seq against Bahdanau attention")
-BUCKETS = tuple(name for name, _, _ in LENGTH_BUCKETS)  # the lesson's buckets, one home
 
 # ---------------------------------------------------- the grader's side: expected, and judged
 
@@ -80,9 +97,9 @@ def _tensor(value: object) -> torch.Tensor | None:
     return None
 
 
-def _result(raw: object) -> dict:
+def _result(raw: object, name: str = "FixedContextDecoder") -> dict:
     if not isinstance(raw, dict):
-        raise CheckFailed("FixedContextDecoder reported no result")
+        raise CheckFailed(f"{name} reported no result")
     if raw.get("not_implemented"):
         raise NotImplementedError
     _raise_reported(raw, "error")
@@ -255,6 +272,153 @@ def _same_tokens(got: object, want: list[list[int]]) -> bool:
                     and row == list(w) for row, w in zip(got, want)))
 
 
+# ------------------------------------------------ Part 1c and 1d: the attention decoder
+
+
+def _same(got: object, want: torch.Tensor) -> bool:
+    """``close``, with NaN equal to NaN (a softmax over the wrong axis gives NaN)."""
+    return (isinstance(got, torch.Tensor) and got.shape == want.shape
+            and bool(torch.allclose(got.float(), want.float(), atol=1e-5, equal_nan=True)))
+
+
+def _same_pair(got: tuple, want: tuple) -> bool:
+    return all(_same(g, w) for g, w in zip(got, want))
+
+
+def _pair(value: object) -> tuple[torch.Tensor | None, ...]:
+    return tuple(_tensor(v) for v in value) if isinstance(value, list) and len(value) == 2 \
+        else (None, None)
+
+
+def _attention_inputs(seed: int):
+    library, src, lengths, tgt_in = fresh_model(seed, ATTENTION_CONFIG)
+    memory = memory_of(library, src, lengths)
+    assert memory.keys is not None
+    return library, src, lengths, tgt_in, memory
+
+
+def _judge_attention(raw: object, seed: int) -> str:
+    raw = _result(raw, "AdditiveAttention")
+    library, *_, memory = _attention_inputs(seed)
+    attention, state = library.decoder.attention, decoder_states(seed, 1)[0]
+    outputs, mask, keys = memory.encoder_outputs, memory.mask, memory.keys
+    got_keys = _tensor(raw.get("keys"))
+    keys_right = close(got_keys, keys)
+    keys_note = "`project_keys` is right, but " if keys_right else ""
+    if not raw.get("pair"):
+        problem = (f"{keys_note}`attend` must return a pair (context, weights); got "
+                   f"{str(raw.get('type'))[:80]}")
+    else:
+        with torch.no_grad():
+            want = attention.attend(state, outputs, keys, mask)
+            other = other_keys(keys, seed)
+            want_other = attention.attend(state, outputs, other, mask)
+        got = _pair(raw.get("right"))
+        if not _same_pair(got, want):
+            named = named_mistake(got, attention_mistakes(attention.W_s, attention.W_h,
+                                                          attention.v, state, outputs, mask),
+                                  _same_pair)
+            problem = keys_note + (named or (
+                f"`attend` gives another context and weights than e = v^T tanh(W_s s + keys), "
+                f"alpha = masked softmax(e), c = sum_j alpha_j h_j for {GIVEN}: the weights "
+                f"should be {tuple(want[1].shape)} and the context {tuple(want[0].shape)}"))
+        elif not _same_pair(_pair(raw.get("other")), want_other):
+            problem = (f"{keys_note}`attend` does not use the keys it is given (does it compute "
+                       "W_h h again?): the keys come from `project_keys`, once per batch, and "
+                       "every step reads them")
+            if keys_right:
+                raise CheckFailed(problem, points=2)
+        elif keys_right:
+            return "same keys, weights and context as the library's Bahdanau attention"
+        else:
+            problem = ""
+    if not keys_right:
+        shape = tuple(got_keys.shape) if got_keys is not None else str(raw.get("keys"))[:40]
+        keys_problem = (f"`project_keys` must return the keys W_h h_j of every source position, "
+                        f"(batch, src_len, attention_dim) = {tuple(keys.shape)}; got "
+                        f"{shape}" + (f". And {problem}" if problem else ""))
+        raise CheckFailed(keys_problem, points=0 if problem else 2)
+    raise CheckFailed(problem, points=1)
+
+
+@EXERCISE.check("attention", points=3, target="AdditiveAttention", adapt=adapt_attention)
+def check_attention(run: Callable) -> str:
+    seed = fresh_seed(100)
+    return _judge_attention(run(seed), seed)
+
+
+@EXERCISE.check("attention_step", points=3, target="BahdanauDecoder", adapt=adapt_decoder)
+def check_attention_step(run: Callable) -> str:
+    seed = fresh_seed(110)
+    runs = run(seed)
+    if not isinstance(runs, dict):
+        raise CheckFailed("BahdanauDecoder reported no result")
+    try:
+        own_attention = bool(_judge_attention(runs.get("attention"), seed))
+    except (CheckFailed, NotImplementedError):
+        own_attention = False
+    # judge prepare and step alone when the attention is wrong: a right one stands in
+    raw = _result(runs.get("own" if own_attention else "alone"), "BahdanauDecoder")
+    library, src, lengths, tgt_in, memory = _attention_inputs(seed)
+    assert memory.keys is not None
+    if raw.get("memory") != "DecoderMemory" or not close(_tensor(raw.get("keys")), memory.keys):
+        raise CheckFailed("`prepare` must return the DecoderMemory with the keys W_h h_j of "
+                          "every source position in `keys` (computed once per batch, by your "
+                          f"attention's `project_keys`); got a {str(raw.get('memory'))[:80]}"
+                          + ("" if raw.get("memory") != "DecoderMemory" else
+                             " whose keys differ"))
+    if not raw.get("triple"):
+        raise CheckFailed(f"`step` must return three values (s_i, c_i, weights); got "
+                          f"{str(raw.get('type'))[:80]}")
+    stepped = replace(memory, keys=other_keys(memory.keys, seed))
+    decoder = library.decoder
+    embedded = decoder.embedding(tgt_in[:, 0]).detach()
+    state = decoder_states(seed, 1)[0]
+    with torch.no_grad():
+        want = decoder.step(embedded, state, stepped)
+    got = tuple(_tensor(raw.get(key)) for key in ("state", "context", "weights"))
+    if not (close(got[0], want[0]) and close(got[1], want[1])):
+        named = named_mistake(got[:2], step_mistakes(decoder.cell, decoder.attention, embedded,
+                                                     state, stepped.encoder_outputs,
+                                                     stepped.keys, stepped.mask), _same_pair)
+        raise CheckFailed(named or "the new state s_i or the context c_i differs from the "
+                                   "library's: c_i = attention(s_(i-1), memory), then "
+                                   "s_i = GRUCell([E y_(i-1); c_i], s_(i-1))")
+    if not close(got[2], want[2]):
+        raise CheckFailed("right state and context, but the third value must be this step's "
+                          "attention weights alpha_i, (batch, src_len)", points=2)
+    _raise_reported(raw, "sentences_error")
+    with torch.no_grad():
+        want_logits, _ = library(src, lengths, tgt_in)
+        want_tokens = greedy_decode(library, src, lengths, max_len=8).tokens
+        few = slice(1, 3)
+        want_few, _ = library(src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
+    if not close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
+            raw.get("tokens"), want_tokens) or not close(_tensor(raw.get("few")), want_few):
+        raise CheckFailed("one step is right, but over whole sentences your decoder's outputs "
+                          "differ from the library's: does `step` keep anything of its own "
+                          "between calls, or change `state` in place? Return new tensors")
+    if not own_attention:
+        return ("`prepare` and `step` are right (judged with a right attention standing in "
+                "for your AdditiveAttention, which does not pass its check yet)")
+    return "same logits and greedy translations as the library's attention decoder"
+
+
+def attention_decoder_to_train(attention_class: object,
+                               decoder_class: object) -> type[AttentionDecoder]:
+    """The decoder class to train the attention model with: the student's ``BahdanauDecoder``
+    once it and their ``AdditiveAttention`` pass their checks; until then the library's
+    :class:`AttentionDecoder`, with a printed note."""
+    results = [check_attention(attention_class), check_attention_step(decoder_class)]
+    if all(r.passed for r in results):
+        print("attention model: your BahdanauDecoder with your AdditiveAttention")
+        return decoder_class  # type: ignore[return-value]
+    print("attention model: the library's AttentionDecoder, because your AdditiveAttention or "
+          "BahdanauDecoder does not pass its checks yet (Part 1). Fix them, then run this cell "
+          "again to train yours.")
+    return AttentionDecoder
+
+
 def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
     """The decoder class to train the vanilla model with: the student's ``FixedContextDecoder``
     once both its checks pass; until then the library's :class:`VanillaDecoder`, with a printed
@@ -268,181 +432,14 @@ def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
     return VanillaDecoder
 
 
-# --------------------------------------------------------------------------- BLEU by length
+# ------------------------------------------------- Parts 3 to 5 (checks/bleu_by_length.py)
 
-_WORDS = "a man in a blue shirt is riding a bike down the street while two dogs run behind".split()
-
-
-def _sentence(length: int, seed: int, noise: float) -> tuple[str, str]:
-    """A reference of ``length`` words and a hypothesis with some words changed."""
-    rng = np.random.default_rng(fresh_seed(seed))
-    reference = [_WORDS[(seed + i) % len(_WORDS)] for i in range(length)]
-    hypothesis = [w if rng.random() > noise else "xyz" for w in reference]
-    return " ".join(hypothesis), " ".join(reference)
-
-
-def _cases():
-    lengths = [3, 9, 9, 10, 15, 20, 20, 21, 30, 6]
-    pairs = [_sentence(n, seed, noise=0.3) for seed, n in enumerate(lengths)]
-    return [h for h, _ in pairs], [r for _, r in pairs], lengths
-
-
-_BOUNDS = [(low, high) for _, low, high in LENGTH_BUCKETS]
-
-
-def _expected(hypotheses, references, lengths, bounds=_BOUNDS):
-    out: dict[str, float | None] = {}
-    for name, (low, high) in zip(BUCKETS, bounds):
-        chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
-        out[name] = (sacrebleu.corpus_bleu([hypotheses[i] for i in chosen],
-                                           [[references[i] for i in chosen]]).score
-                     if chosen else None)
-    return out
-
-
-def _numbers(got: dict, where: str) -> dict:
-    """The student's scores as floats (None stays None), or a failed check saying why not."""
-    out: dict[str, float | None] = {}
-    for bucket, value in got.items():
-        if value is None:
-            out[bucket] = None
-            continue
-        if hasattr(value, "score") and not isinstance(value, (int, float, np.number)):
-            raise CheckFailed(f"bucket {bucket!r} ({where}) holds a sacreBLEU "
-                              f"{type(value).__name__} object: return its `.score`, a number")
-        try:
-            out[bucket] = float(value)
-        except (TypeError, ValueError):
-            raise CheckFailed(f"bucket {bucket!r} ({where}) must hold a number (or None when "
-                              f"empty); got {type(value).__name__}") from None
-    return out
-
-
-@EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket")
-def check_bleu_by_bucket(bleu_by_bucket: Callable) -> str:
-    hypotheses, references, lengths = _cases()
-    full = f"{len(lengths)} sentences of {min(lengths)} to {max(lengths)} tokens"
-    got = call_student(bleu_by_bucket, list(hypotheses), list(references), list(lengths),
-                       given=full)
-    if not isinstance(got, dict):
-        raise CheckFailed(f"bleu_by_bucket must return a dict; got {type(got).__name__}")
-    if set(got) != set(BUCKETS):
-        raise CheckFailed(f"the keys must be {list(BUCKETS)}; got {sorted(got)}")
-    got = _numbers(got, full)
-    expected = _expected(hypotheses, references, lengths)
-    wrong = [b for b in BUCKETS
-             if got[b] is None or not np.isclose(float(got[b]), expected[b], atol=1e-6)]
-    if wrong:
-        off_by_one = [
-            (((0, 10), (11, 20), (21, 10**9)), "exactly 10 tokens belongs to '10-20'"),
-            (((0, 9), (10, 21), (22, 10**9)), "exactly 21 tokens belongs to '> 20'"),
-            (((0, 9), (10, 19), (20, 10**9)), "exactly 20 tokens belongs to '10-20'"),
-        ]
-        for shift, hint in off_by_one:
-            other = _expected(hypotheses, references, lengths, shift)
-            if all(got[b] is not None and np.isclose(float(got[b]), other[b]) for b in BUCKETS):
-                raise CheckFailed(f"bucket boundaries are off: a sentence of {hint}")
-        averages = {}
-        for name, (low, high) in zip(BUCKETS, ((0, 9), (10, 20), (21, 10**9))):
-            chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
-            averages[name] = np.mean([sacrebleu.sentence_bleu(hypotheses[i], [references[i]]).score
-                                      for i in chosen])
-        if all(got[b] is not None and np.isclose(float(got[b]), averages[b]) for b in BUCKETS):
-            raise CheckFailed("that is the average of sentence BLEU scores; BLEU is a corpus "
-                              "statistic: score each bucket's sentences together")
-        raise CheckFailed(f"BLEU is off for bucket(s) {', '.join(repr(b) for b in wrong)}: "
-                          "use sacrebleu.corpus_bleu(hypotheses, [references]) per bucket")
-    few = "2 sentences of 3 and 9 tokens (so the '10-20' and '> 20' buckets are empty)"
-    empty = call_student(bleu_by_bucket, hypotheses[:2], references[:2], lengths[:2], given=few)
-    if not isinstance(empty, dict) or empty.get("> 20", "missing") is not None:
-        raise CheckFailed("right on full buckets, but an empty bucket must map to None",
-                          points=2)
-    return "corpus BLEU per bucket, with the lesson's boundaries"
-
-
-_SCORES = {"vanilla": {"< 10": 30.5, "10-20": 22.0, "> 20": 12.5},
-           "attention": {"< 10": 36.0, "10-20": 31.5, "> 20": 25.0}}
-
-
-def _figure(result: object, what: str) -> AxesData:
-    """The one chart of the student's figure, described as data (:class:`FigureData`, which
-    is also what the grader receives from the kernel); the figure itself is closed."""
-    if isinstance(result, Figure):
-        data = describe_figure(result)
-        plt.close(result)
-        result = data
-    if not isinstance(result, FigureData):
-        raise CheckFailed(f"{what} must return the matplotlib Figure (e.g. `return fig`); "
-                          f"got {type(result).__name__}")
-    if len(result.axes) != 1:
-        raise CheckFailed(f"{what} should draw one chart (one Axes); got {len(result.axes)}")
-    ax = result.axes[0]
-    missing = [name for name, text in [("a title", ax.title),
-                                       ("a y-axis label", ax.ylabel)] if not text]
-    if missing:
-        raise CheckFailed(f"the chart needs {' and '.join(missing)}")
-    if ax.legend is None:
-        raise CheckFailed("the chart needs a legend naming the models")
-    return ax
-
-
-@EXERCISE.check("plot_bleu_by_length", points=2, target="plot_bleu_by_length")
-def check_plot_bleu(plot_bleu_by_length: Callable) -> str:
-    ax = _figure(plot_bleu_by_length({k: dict(v) for k, v in _SCORES.items()}),
-                 "plot_bleu_by_length")
-    bars = [(x, width, height) for x, width, height in ax.bars if height > 0]
-    heights = sorted(round(height, 6) for _, _, height in bars)
-    expected = sorted(v for scores in _SCORES.values() for v in scores.values())
-    if heights != expected:
-        raise CheckFailed(f"expected one bar per model and bucket ({len(expected)} bars "
-                          f"with the given scores); found {len(heights)} bars"
-                          + ("" if len(heights) != len(expected) else " with other heights"))
-    legend = list(ax.legend or ())
-    if sorted(legend) != sorted(_SCORES):
-        raise CheckFailed(f"the legend should name the models {sorted(_SCORES)}; got {legend}")
-    centres = {round(x + width / 2, 6) for x, width, _ in bars}
-    if len(centres) < len(expected):
-        raise CheckFailed("some bars are drawn on top of each other: in each group, shift "
-                          "each model's bars sideways (x + offset, width / number of models)")
-    ticks = " ".join(ax.xticklabels)
-    if not all(bucket in ticks for bucket in BUCKETS):
-        raise CheckFailed("label each group of bars with its bucket ('< 10', '10-20', '> 20')")
-    return "one group per bucket, one bar per model, labelled"
-
-
-def _history(offset: float) -> History:
-    return History(epoch=[1, 2, 3], train_loss=[4.0 + offset, 3.0 + offset, 2.5 + offset],
-                   val_loss=[3.8 + offset, 3.1 + offset, 2.9 + offset],
-                   val_token_accuracy=[0.3, 0.4, 0.5], val_exact_match=[0, 0, 0],
-                   seconds=[1, 2, 3])
-
-
-@EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves")
-def check_loss_curves(plot_loss_curves: Callable) -> str:
-    histories = {"vanilla": _history(0.5), "attention": _history(0.0)}
-    ax = _figure(plot_loss_curves(histories), "plot_loss_curves")
-    lines = [(label, ys) for label, ys in ax.lines if not label.startswith("_")]
-    if len(lines) != 4:
-        raise CheckFailed(f"expected 4 labelled lines (training and validation loss of each "
-                          f"model); found {len(lines)}")
-    wanted = [list(h.train_loss) for h in histories.values()] + [
-        list(h.val_loss) for h in histories.values()]
-    drawn = [list(np.round(np.asarray(ys, dtype=float), 6)) for _, ys in lines]
-    if sorted(drawn) != sorted(wanted):
-        raise CheckFailed("the lines should be each model's train_loss and val_loss per epoch")
-    for (name, _), ydata in zip(lines, drawn):  # each label must say what its line shows
-        label = name.lower()
-        for model, history in histories.items():
-            for kind, values, words in [("training", history.train_loss, ("train",)),
-                                        ("validation", history.val_loss, ("val", "held"))]:
-                if ydata == list(values) and (model not in label
-                                              or not any(w in label for w in words)):
-                    raise CheckFailed(f"the line labelled {name!r} shows the {kind} loss of "
-                                      f"the {model} model: its label should name both")
-    if not ax.xlabel:
-        raise CheckFailed("label the x axis (epoch)")
-    return "training and validation loss of both models, labelled"
-
+check_bleu_by_bucket = EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket")(
+    judge_bleu_by_bucket)
+check_plot_bleu = EXERCISE.check("plot_bleu_by_length", points=2,
+                                 target="plot_bleu_by_length")(judge_plot_bleu)
+check_loss_curves = EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves")(
+    judge_loss_curves)
 
 EXERCISE.manual_question(
     "comparison",
