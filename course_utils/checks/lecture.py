@@ -206,20 +206,24 @@ def _step_problems(decoder_class: object) -> str:
                           f"({type(error).__name__}: {str(error).splitlines()[0][:200]}): keep "
                           "the given constructor and layers") from None
     # keys that are not W_h h_j of these outputs: a step must read them from memory
+    assert memory.keys is not None, "the library's prepare() computes the keys"
     noise = torch.randn(memory.keys.shape, generator=torch.Generator().manual_seed(5))
-    memory = DecoderMemory(memory.encoder_outputs, memory.summary, memory.mask,
-                           memory.keys + 0.5 * noise)
+    keys = memory.keys + 0.5 * noise
+    memory = DecoderMemory(memory.encoder_outputs, memory.summary, memory.mask, keys)
+    step: Callable = mine.step  # type: ignore[assignment]
+    cell: torch.nn.Module = library.decoder.cell
+    attention: torch.nn.Module = library.decoder.attention  # type: ignore[assignment]
+    library_step: Callable = library.decoder.step
     batch = len(LENGTHS)
     given = (f"a batch of {batch} sentences of {', '.join(map(str, LENGTHS))} source tokens, "
              "one step")
     shapes = ((batch, config.hidden_dim), (batch, encoder_dim), (batch, max(LENGTHS)))
     with torch.no_grad():
-        got = _pair(_run(mine.step, embedded, state, memory, given=given), "s_i", shapes)
-        expected = library.decoder.step(embedded, state, memory)
+        got = _pair(_run(step, embedded, state, memory, given=given), "s_i", shapes)
+        expected = library_step(embedded, state, memory)
         if not (close(got[0], expected[0]) and close(got[1], expected[1])):
-            raise_named(got, step_mistakes(library.decoder.cell, library.decoder.attention,
-                                           embedded, state, memory.encoder_outputs,
-                                           memory.keys, memory.mask), close_pair)
+            raise_named(got, step_mistakes(cell, attention, embedded, state,  # type: ignore[arg-type]
+                                           memory.encoder_outputs, keys, memory.mask), close_pair)
             if not close(got[1], expected[1]):
                 raise CheckFailed("the context c_i differs: attend with s_prev, over "
                                   "memory.encoder_outputs with memory.keys and memory.mask")
