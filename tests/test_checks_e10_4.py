@@ -1,5 +1,6 @@
 """E10.4's checks: right scores pass on fresh inputs, each usual mistake gets its named hint,
-and the course's own scores earn nothing."""
+the course's own scores earn nothing, and a rank-limited general score is checked as s^T U V h_j
+with its keys once per sentence."""
 
 import math
 
@@ -46,6 +47,20 @@ class General(Attention):
         return torch.bmm(keys, decoder_state.unsqueeze(-1)).squeeze(-1)
 
 
+class LowRank(Attention):
+    def __init__(self, encoder_dim, decoder_dim, rank):
+        super().__init__()
+        self.encoder_dim, self.decoder_dim, self.key_dim = encoder_dim, decoder_dim, rank
+        self.V = nn.Linear(encoder_dim, rank, bias=False)
+        self.U = nn.Linear(rank, decoder_dim, bias=False)
+
+    def project_keys(self, encoder_outputs):
+        return self.V(encoder_outputs)
+
+    def energies(self, decoder_state, keys):
+        return torch.bmm(keys, (decoder_state @ self.U.weight).unsqueeze(-1)).squeeze(-1)
+
+
 def test_solution_scores_full_marks_and_exercise_scores_zero():
     name = "E10.4-dot-and-general-scores.ipynb"
     assert all(r.passed for r in e10_4.EXERCISE.grade(notebook_functions(
@@ -53,18 +68,19 @@ def test_solution_scores_full_marks_and_exercise_scores_zero():
     for result in e10_4.EXERCISE.grade(notebook_functions(ROOT / "exercises" / name)):
         assert result.points == 0 and result.message == NOT_IMPLEMENTED
     assert get_exercise("E10.4") is e10_4.EXERCISE
-    assert set(e10_4.EXERCISE.manual) == {"experiment"}
+    assert list(e10_4.EXERCISE.manual) == ["prediction", "outcome"]
 
 
 def test_right_scores_get_every_point_and_the_exercise_counts_its_parts():
     for check, cls in [(e10_4.check_dot, Dot), (e10_4.check_scaled_dot, Scaled),
-                       (e10_4.check_general, General)]:
+                       (e10_4.check_general, General), (e10_4.check_low_rank, LowRank)]:
         result = check(cls)
         assert result.passed, result.message
     exercise = e10_4.EXERCISE
-    assert exercise.auto_points == 7 and exercise.max_points == 10
+    assert exercise.auto_points == 9 and exercise.max_points == 12
     assert [r.points for r in exercise.grade(
-        {"DotScore": Dot, "ScaledDotScore": Scaled, "GeneralScore": General})] == [2, 2, 3]
+        {"DotScore": Dot, "ScaledDotScore": Scaled, "GeneralScore": General,
+         "LowRankGeneralScore": LowRank})] == [2, 2, 3, 2]
 
 
 def test_untouched_and_missing_classes_get_zero_with_a_reason():
@@ -204,6 +220,78 @@ def test_numpy_results_and_crashes_are_explained():
     assert "ZeroDivisionError" in e10_4.check_dot(Crash).message
 
 
+class LowRankFullKeys(LowRank):
+    """Keys U V h_j of the decoder's size, once per sentence: the same score, also right."""
+
+    def project_keys(self, encoder_outputs):
+        return self.U(self.V(encoder_outputs))
+
+    def energies(self, decoder_state, keys):
+        return torch.bmm(keys, decoder_state.unsqueeze(-1)).squeeze(-1)
+
+
+class LowRankVEveryStep(LowRank):
+    def project_keys(self, encoder_outputs):
+        return encoder_outputs
+
+    def energies(self, decoder_state, keys):
+        return super().energies(decoder_state, self.V(keys))
+
+
+class LowRankUEveryStep(LowRank):
+    def energies(self, decoder_state, keys):
+        return torch.bmm(self.U(keys), decoder_state.unsqueeze(-1)).squeeze(-1)
+
+
+class LowRankUOnState(LowRank):
+    def energies(self, decoder_state, keys):
+        return torch.bmm(keys, self.U(decoder_state).unsqueeze(-1)).squeeze(-1)
+
+
+class LowRankWrongAxis(LowRank):
+    def energies(self, decoder_state, keys):  # s^T U times the keys' columns: (b, rank)
+        return torch.bmm((decoder_state @ self.U.weight).unsqueeze(1), keys).squeeze(1)
+
+
+class LowRankFullW(General):
+    """Ignores the rank: a full W, which the check's U and V do not load into."""
+
+    def __init__(self, encoder_dim, decoder_dim, rank):
+        super().__init__(encoder_dim, decoder_dim)
+
+
+class LowRankLibrary(GeneralAttention):
+    def __init__(self, encoder_dim, decoder_dim, rank):
+        super().__init__(encoder_dim, decoder_dim)
+
+
+def test_a_rank_limited_score_is_s_U_V_h_with_its_keys_once_per_sentence():
+    assert e10_4.check_low_rank(LowRankFullKeys).passed
+    for cls in (LowRankVEveryStep, LowRankUEveryStep):
+        result = e10_4.check_low_rank(cls)
+        assert result.points == 1 and "once per sentence" in result.message, result.message
+
+
+@pytest.mark.parametrize("cls, hint", [
+    (LowRankUOnState, "U maps r numbers to the decoder's size"),
+    (LowRankWrongAxis, "wrong axis"),
+    (LowRankFullW, "keep the constructor"),
+    (LowRankLibrary, "library's `GeneralAttention`"),
+])
+def test_low_rank_mistakes_are_named(cls, hint):
+    result = e10_4.check_low_rank(cls)
+    assert result.points == 0 and hint in result.message, result.message
+
+
+def test_an_untouched_low_rank_score_gets_zero_and_the_run_cell_says_why():
+    class Untouched(LowRank):
+        def project_keys(self, encoder_outputs):
+            raise NotImplementedError
+
+    assert e10_4.check_low_rank(Untouched).message == NOT_IMPLEMENTED
+    assert e10_4.check_low_rank(Dot).points == 0  # two sizes, no rank: a clear refusal
+
+
 def test_score_to_train_falls_back_to_the_library_until_the_check_passes(capsys):
     assert e10_4.score_to_train(General) is General
     assert e10_4.score_to_train(EveryStep) is GeneralAttention  # 2 of 3: not passed
@@ -218,7 +306,10 @@ STUDENTS = [
     ("scaled_dot", ScaledByD), ("scaled_dot", ScaledBySourceLength),
     ("scaled_dot", ScaledWeights), ("scaled_dot", ScaledContext), ("general", General),
     ("general", WrongSide), ("general", EveryStep), ("general", WithBias),
-    ("general", SubclassesLibrary),
+    ("general", SubclassesLibrary), ("low_rank", LowRank), ("low_rank", LowRankFullKeys),
+    ("low_rank", LowRankVEveryStep), ("low_rank", LowRankUEveryStep),
+    ("low_rank", LowRankUOnState), ("low_rank", LowRankWrongAxis), ("low_rank", LowRankFullW),
+    ("low_rank", LowRankLibrary),
 ]
 
 

@@ -1,7 +1,8 @@
 """Checks for exercise E10.4 (optional): the dot, scaled-dot and general scores, written into
-the interface every score of the course shares (:class:`~course_utils.attention.Attention`).
+the interface every score of the course shares (:class:`~course_utils.attention.Attention`),
+and a general score whose matrix has a limited rank.
 
-Students write three classes. Each check runs the student's module and compares it with the
+Students write four classes. Each check runs the student's module and compares it with the
 formula on fresh inputs in each grading run (sizes chosen so that a product over the wrong axis
 fails or gives different numbers):
 
@@ -10,7 +11,11 @@ fails or gives different numbers):
   attention step, so that a scaling applied to the weights (after the softmax) or to the
   context is caught and named;
 - ``general``: ``GeneralScore``, ``e_j = s^T W h_j`` with ``W h_j`` computed once per sentence
-  (in ``project_keys``), not at every step; ``W`` on the wrong side is named.
+  (in ``project_keys``), not at every step; ``W`` on the wrong side is named;
+- ``low_rank``: ``LowRankGeneralScore``, ``e_j = s^T U V h_j`` with ``W = U V`` of rank at most
+  ``r`` (``V`` maps ``h_j`` to ``r`` numbers, ``U`` those to the decoder's size), the keys
+  computed once per sentence; the student then trains it at a few ranks (Part 5's run, not
+  checked: it is read in the written answer).
 
 Named hints: a missing transpose (a product over the wrong axis), scaling by ``d`` or by the
 source length instead of ``sqrt(d)``, scaling the weights instead of the scores, general's
@@ -44,6 +49,7 @@ __all__ = [
     "EXERCISE",
     "check_dot",
     "check_general",
+    "check_low_rank",
     "check_scaled_dot",
     "score_to_train",
     "try_run",
@@ -176,18 +182,8 @@ def _run(cls: type, name: str, encoder_dim: int, decoder_dim: int, state: np.nda
     state_t = torch.as_tensor(state, dtype=torch.float32)
     outputs_t = torch.as_tensor(outputs, dtype=torch.float32)
     result: dict = {"energies": _energies(module, name, state_t, outputs_t).numpy()}
-    W_layer = getattr(module, "W", None)
-    if isinstance(W_layer, torch.nn.Module):  # the keys once per sentence?
-        calls: list[int] = []
-        hook = W_layer.register_forward_hook(lambda *_: calls.append(1))
-        try:
-            with torch.no_grad():
-                keys = module.project_keys(outputs_t)
-                before = len(calls)
-                module.energies(state_t, keys)
-        finally:
-            hook.remove()
-        result["W_in_energies"] = len(calls) > before
+    if isinstance(getattr(module, "W", None), torch.nn.Module):  # the keys once per sentence?
+        result["W_in_energies"] = _applied_per_step(module, ("W",), state_t, outputs_t)
     if mask is not None:
         batch, src_len, _ = outputs.shape
         try:
@@ -204,6 +200,23 @@ def _run(cls: type, name: str, encoder_dim: int, decoder_dim: int, state: np.nda
             raise CheckFailed(f"the whole attention step (`module(state, encoder_outputs, "
                               f"mask)`) raised {type(error).__name__}: {error}") from None
     return result
+
+
+def _applied_per_step(module: Attention, layers: tuple[str, ...], state: torch.Tensor,
+                      outputs: torch.Tensor) -> bool:
+    """Whether ``energies`` (a decoder step) calls any of these layers of the source's side."""
+    calls: list[int] = []
+    hooks = [getattr(module, layer).register_forward_hook(lambda *_: calls.append(1))
+             for layer in layers]
+    try:
+        with torch.no_grad():
+            keys = module.project_keys(outputs)
+            before = len(calls)
+            module.energies(state, keys)
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return len(calls) > before
 
 
 # --------------------------------------------------------------- the grader's side of a part
@@ -223,6 +236,11 @@ def _call(run: Callable, name: str, state: torch.Tensor, outputs: torch.Tensor,
     batch, src_len, encoder_dim = outputs.shape
     out = run(encoder_dim, state.shape[1], state.numpy(), outputs.numpy(),
               None if mask is None else mask.numpy(), None if W is None else W.numpy())
+    return _reported(out, name, batch, src_len, encoder_dim)
+
+
+def _reported(out: object, name: str, batch: int, src_len: int, encoder_dim: int) -> dict:
+    """What an adapted class reported, checked: float tensors of the expected shapes."""
     if not isinstance(out, dict):
         raise CheckFailed(f"{name} reported no result")
     if "error" in out:
@@ -373,11 +391,91 @@ def check_general(run: Callable) -> str:
     return "s^T W h_j, with the keys W h_j computed once per sentence, on fresh inputs"
 
 
+# ------------------------------------------------------------------------------ low rank
+
+_LOW_RANK = "LowRankGeneralScore"
+#: (batch, src_len, encoder_dim, decoder_dim, rank): the sizes all differ, then the source is as
+#: long as the keys are wide (3 and 3), where a product over the wrong axis gives other numbers.
+_LOW_RANK_CASES = ((3, 5, 6, 4, 2), (2, 3, 5, 4, 3))
+_U_HINT = ("U maps r numbers to the decoder's size, so it does not apply to the state: the query "
+           "is U^T s, r numbers (`decoder_state @ self.U.weight`, as U.weight is "
+           "(decoder_dim, rank)), and the energy of position j is the key V h_j times it")
+
+
+def _low_rank_adapter(student_class: object) -> Callable:
+    """``adapt`` for the low-rank part: ``run(encoder_dim, decoder_dim, rank, state, outputs, U,
+    V)`` builds the student's module with these ``U`` and ``V`` and returns its ``energies`` and
+    ``W_in_energies`` (whether a decoder step applies ``U`` or ``V`` to the source's side), or
+    ``{"error": why}``."""
+    cls = _class_of(student_class, _LOW_RANK, GeneralAttention)
+
+    def run(encoder_dim: int, decoder_dim: int, rank: int, state: np.ndarray,
+            outputs: np.ndarray, U: np.ndarray, V: np.ndarray) -> dict:
+        try:
+            try:
+                module = cls(encoder_dim, decoder_dim, rank)
+                module.load_state_dict({"U.weight": torch.as_tensor(U, dtype=torch.float32),
+                                        "V.weight": torch.as_tensor(V, dtype=torch.float32)})
+            except NotImplementedError:
+                raise
+            except Exception as error:
+                raise CheckFailed(
+                    f"`{_LOW_RANK}({encoder_dim}, {decoder_dim}, {rank})` with the check's U and "
+                    f"V raised {type(error).__name__}: {str(error).splitlines()[0]}: keep the "
+                    "constructor the exercise gives") from None
+            state_t = torch.as_tensor(state, dtype=torch.float32)
+            outputs_t = torch.as_tensor(outputs, dtype=torch.float32)
+            return {"energies": _energies(module, _LOW_RANK, state_t, outputs_t).numpy(),
+                    "W_in_energies": _applied_per_step(module, ("U", "V"), state_t, outputs_t)}
+        except CheckFailed as failed:
+            return {"error": failed.message}
+
+    run.__name__ = _LOW_RANK
+    return run
+
+
+@EXERCISE.check("low_rank", points=2, target=_LOW_RANK, adapt=_low_rank_adapter)
+def check_low_rank(run: Callable) -> str:
+    recomputed = False
+    for case, (batch, src_len, encoder_dim, decoder_dim, rank) in enumerate(_LOW_RANK_CASES):
+        state, outputs = _inputs(batch, src_len, encoder_dim, decoder_dim, fresh_seed(80 + case))
+        generator = torch.Generator().manual_seed(fresh_seed(90 + case))
+        V = torch.randn(rank, encoder_dim, generator=generator) / math.sqrt(encoder_dim)
+        U = torch.randn(decoder_dim, rank, generator=generator) / math.sqrt(rank)
+        out = run(encoder_dim, decoder_dim, rank, state.numpy(), outputs.numpy(), U.numpy(),
+                  V.numpy())
+        try:
+            result = _reported(out, _LOW_RANK, batch, src_len, encoder_dim)
+        except CheckFailed as failed:
+            if "cannot be multiplied" in failed.message:
+                raised = failed.message.split(": the product runs")[0]
+                raise CheckFailed(f"{_U_HINT} ({raised})") from None
+            raise
+        keys = torch.einsum("re,bte->btr", V, outputs)  # V h_j: (batch, src_len, rank)
+        query = state @ U  # U^T s: (batch, rank)
+        expected = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
+        if not _close(result["energies"], expected):
+            raise_named(result["energies"], [(_wrong_axis(query, keys), _MIXED_UP)], _close)
+            raise CheckFailed(f"energies differ from s^T U V h_j on a batch of {batch} sources "
+                              f"of {src_len} positions (encoder outputs of {encoder_dim}, "
+                              f"states of {decoder_dim}, rank {rank})")
+        recomputed = recomputed or result["W_in_energies"]
+    if recomputed:
+        raise CheckFailed("the energies are right, but `energies` applies U or V to the source's "
+                          "side at every decoder step: V h_j does not depend on the step, so "
+                          "compute it once per sentence in `project_keys`; at each step only "
+                          "the query U^T s is new", points=1)
+    return "s^T U V h_j, with the keys V h_j computed once per sentence, on fresh inputs"
+
+
 EXERCISE.manual_question(
-    "experiment", points=3,
-    prompt="Notebook 6's experiments: which differences between scores or orders are larger "
-           "than the spread between seeds, and what would it take to claim that one score "
-           "translates better than another?")
+    "prediction", points=1,
+    prompt="Before the run: held-out exact match of the general score at ranks 1, 2 and 8 "
+           "(against Part 4's full rank), and why.")
+EXERCISE.manual_question(
+    "outcome", points=2,
+    prompt="After the run: the measured outcome against your prediction, explained from "
+           "what a rank-r score s^T U V h_j can and cannot do with the weights over positions.")
 
 
 # ------------------------------------------------------------------------------ training
