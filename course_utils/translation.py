@@ -30,8 +30,10 @@ from course_utils.text import Tokenizer, TranslationData
 # Re-exported: the notebooks import these from here, with the Translator and evaluate_bleu.
 from course_utils.translation_setup import (
     TEST_SPLITS,
+    ExerciseCheckpoint,
     exercise_config,
     find_or_train_attention_checkpoints,
+    find_or_train_exercise_checkpoint,
     load_pairs,
     multi30k_config,
     prepare_data,
@@ -41,11 +43,13 @@ from course_utils.translation_setup import (
 __all__ = [
     "TEST_SPLITS",
     "Evaluation",
+    "ExerciseCheckpoint",
     "Translation",
     "Translator",
     "evaluate_bleu",
     "exercise_config",
     "find_or_train_attention_checkpoints",
+    "find_or_train_exercise_checkpoint",
     "load_pairs",
     "multi30k_config",
     "prepare_data",

@@ -5,8 +5,9 @@ or :data:`QUICK` under ``COURSE_QUICK``), and :func:`small_config`, :func:`exerc
 and :func:`score_comparison_config` the smaller budgets of notebook 5, exercise E10.2 and
 notebook 6; :func:`load_pairs` and :func:`prepare_data` load (and tokenize) the splits;
 :func:`find_or_train_attention_checkpoints` finds notebook 4's attention model after each
-epoch, or trains a small one. Using a trained model (translating, BLEU on a test split) is
-:mod:`course_utils.translation`.
+epoch, or trains a small one; :func:`find_or_train_exercise_checkpoint` chooses the model
+exercise E10.3 reads (the student's own from E10.2, else notebook 4's) and says whose it is.
+Using a trained model (translating, BLEU on a test split) is :mod:`course_utils.translation`.
 
 Under ``COURSE_QUICK`` the data come from the small sample committed with the tests, so smoke
 tests need no download; the real configurations read the full data.
@@ -17,10 +18,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 import torch
 
 from course_utils.checkpoints import (
+    E10_2_RUN,
     MULTI30K_RUN,
     MULTI30K_SMALL_RUN,
     EpochSaver,
@@ -39,9 +42,11 @@ __all__ = [
     "GPU",
     "QUICK",
     "TEST_SPLITS",
+    "ExerciseCheckpoint",
     "Multi30kConfig",
     "exercise_config",
     "find_or_train_attention_checkpoints",
+    "find_or_train_exercise_checkpoint",
     "load_pairs",
     "multi30k_config",
     "prepare_data",
@@ -161,8 +166,7 @@ def find_or_train_attention_checkpoints(
           f"model ({small.epochs} epochs on {small.max_train:,} sentences), saved in "
           f"{display_path(MULTI30K_SMALL_RUN.path)}. Every cell runs with it, but its "
           f"alignments are too rough for the examples the text discusses (it shows no "
-          f"clear reordering or crossing): for those, and for E10.3's written answers, run "
-          f"notebook 4 first.")
+          f"clear reordering or crossing): for those, run notebook 4 first.")
     paths = _complete(MULTI30K_SMALL_RUN.located(), small.epochs)
     if paths is not None:
         print("Found it from an earlier run.")
@@ -180,3 +184,53 @@ def find_or_train_attention_checkpoints(
                     data.tgt_vocab, history, tokenizers=data.tokenizer_settings(),
                     extra={"config": small.name})
     return MULTI30K_SMALL_RUN.epoch_checkpoints()
+
+
+@dataclass(frozen=True)
+class ExerciseCheckpoint:
+    """The attention model an exercise reads, and whose it is."""
+
+    path: Path
+    #: ``"E10.2"`` (the student's own model), ``"notebook 4"``, or ``"small"`` (the smaller
+    #: stand-in for notebook 4's model, see :func:`small_config`)
+    whose: Literal["E10.2", "notebook 4", "small"]
+    #: where the student's E10.2 model was looked for
+    looked_for: Path
+
+    @property
+    def is_yours(self) -> bool:
+        """Whether this is the student's own model, the one the written answers are about."""
+        return self.whose == "E10.2"
+
+    @property
+    def banner(self) -> str:
+        """Whose model this is, in a sentence or three (and, if not the student's, what to do)."""
+        if self.is_yours:
+            return f"Model analysed: your model from E10.2 ({display_path(self.path)})."
+        whose = ("notebook 4's model" if self.whose == "notebook 4" else
+                 "a small stand-in for notebook 4's model (notebook 4 has not been run)")
+        return (f"Model analysed: {whose}, not yours. Your E10.2 model was not found at "
+                f"{display_path(self.looked_for)}. Every cell runs with this one, but your "
+                f"written answers must be about your own model: run E10.2 first (it saves "
+                f"your model there), then run this notebook again.")
+
+
+def find_or_train_exercise_checkpoint(
+    config: Multi30kConfig, device: torch.device | str = "cpu"
+) -> ExerciseCheckpoint:
+    """The attention model exercise E10.3 analyses, and whose it is; prints its banner.
+
+    The student's own model, saved by E10.2 in ``E10_2_RUN`` beside the exercise, when it is
+    there; otherwise notebook 4's final model, found (or, when notebook 4 has not been run,
+    **trained**, a few minutes on a CPU) by :func:`find_or_train_attention_checkpoints`.
+    """
+    looked_for = E10_2_RUN.checkpoint("attention")
+    if looked_for.is_file():
+        chosen = ExerciseCheckpoint(looked_for, "E10.2", looked_for)
+    else:
+        paths = find_or_train_attention_checkpoints(config, device)
+        final = paths[max(paths)]
+        small = final.parent.parent.name == MULTI30K_SMALL_RUN.name  # .../multi30k-small/epochs/
+        chosen = ExerciseCheckpoint(final, "small" if small else "notebook 4", looked_for)
+    print(chosen.banner)
+    return chosen

@@ -1,9 +1,12 @@
 """E10.3 checks: full marks for the solution, zero for the untouched exercise, a named
 mistake for the usual errors."""
 
+import re
+
+import nbformat
 import numpy as np
 import pytest
-from helpers import ROOT, notebook_functions
+from helpers import ROOT, judged_by_grader, notebook_functions
 
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_3 as checks
@@ -18,7 +21,27 @@ def test_solution_scores_full_marks_and_exercise_scores_zero():
         assert result.points == 0 and result.message == NOT_IMPLEMENTED
     exercise = get_exercise("E10.3")
     assert exercise.auto_points == 9 and exercise.max_points == 14
-    assert set(exercise.manual) == {"patterns", "word_order"}
+    assert {name: q.points for name, q in exercise.manual.items()} == {
+        "patterns": 2, "probes": 2, "comparison": 1}
+
+
+def test_the_headers_points_table_and_the_answer_cells_agree_with_the_checks():
+    notebook = nbformat.read(SOLUTION, as_version=4)
+    table = dict(re.findall(r"^\| (\d)\. .*? \| (\d|–) \| ", notebook.cells[0].source, re.M))
+    parts = [*checks.EXERCISE.checks.values(), *checks.EXERCISE.manual.values()]
+    assert [float(table[str(n)]) for n in range(2, 9)] == [part.points for part in parts]
+    answers = {c.metadata["course"]["manual"]: c.metadata["course"]["points"]
+               for c in notebook.cells if "manual" in c.metadata.get("course", {})}
+    assert answers == {name: q.points for name, q in checks.EXERCISE.manual.items()}
+
+
+def test_the_exercise_reads_the_students_own_model_and_a_test_set_notebook_5_did_not():
+    exercise = "\n".join(c.source for c in nbformat.read(EXERCISE, as_version=4).cells)
+    notebook_5 = "\n".join(c.source for c in nbformat.read(
+        ROOT / "notebooks" / "05_reading_attention_heatmaps.ipynb", as_version=4).cells)
+    assert "find_or_train_exercise_checkpoint(" in exercise
+    assert 'split = "test_2017_flickr"' in exercise and "test_2017_flickr" not in notebook_5
+    assert "def my_probes():" in exercise  # the student writes the probe sentences
 
 
 def test_the_known_matrices_hold_the_patterns_they_are_named_for():
@@ -163,3 +186,130 @@ def test_a_crash_names_the_matrix_it_was_given():
     assert result.points == 0
     assert "raised IndexError: my loop went past the last row" in result.message
     assert "when given the wide matrix, shape (3, 6)" in result.message
+
+
+# ------------------------------------------------------- the student's own work, not notebook 5's
+
+DELEGATING = """
+import numpy as np
+from course_utils.alignment import crossings
+from course_utils.alignment import hard_alignment as argmax_rows
+from course_utils.alignment import many_to_one as split_rows
+from course_utils.alignment import monotonicity as reference_monotonicity
+
+
+def hard_alignment(weights):
+    return argmax_rows(weights)
+
+
+def monotonicity(weights):
+    if len(weights) == 0:  # the library refuses a matrix with no rows; the check asks for 1.0
+        return 1.0
+    return reference_monotonicity(weights)
+
+
+def find_crossings(weights):
+    return crossings(weights)
+
+
+def many_to_one(weights, threshold=0.3):
+    return split_rows(weights, threshold)
+"""
+
+
+def delegating() -> dict:
+    namespace: dict = {}
+    exec(DELEGATING, namespace)  # as a notebook cell defines them
+    return namespace
+
+
+@pytest.mark.parametrize("part, uses", [
+    ("hard_alignment", "uses `argmax_rows`, which is `course_utils.alignment.hard_alignment`"),
+    ("monotonicity", "uses `reference_monotonicity`, which is "
+                     "`course_utils.alignment.monotonicity`"),
+    ("find_crossings", "uses `crossings`, which is `course_utils.alignment.crossings`"),
+    ("many_to_one", "uses `split_rows`, which is `course_utils.alignment.many_to_one`"),
+])
+def test_a_function_that_hands_the_work_to_notebook_5s_versions_scores_zero(part, uses):
+    check = checks.EXERCISE.checks[part]
+    function = delegating()[check.target]
+    for result in (check(function), judged_by_grader(check, function)):
+        assert result.points == 0
+        assert uses in result.message
+        assert "reference implementation" in result.message
+        assert "Write it yourself" in result.message
+
+
+def test_a_call_to_the_reference_by_any_route_scores_zero():
+    def find_crossings(weights):
+        import importlib
+
+        module = importlib.import_module("course_utils." + "alignment")
+        return getattr(module, "crossings")(weights)  # noqa: B009 - a route the code hides
+
+    def monotonicity(weights):
+        return 1.0 if len(weights) < 2 else my_helper(weights)
+
+    def my_helper(weights):
+        from course_utils import alignment
+        return alignment.monotonicity(weights)
+
+    crossing = checks.check_crossings(find_crossings)
+    assert crossing.points == 0 and "calls `course_utils.alignment.crossings`" in crossing.message
+    helped = checks.check_monotonicity(monotonicity)
+    assert helped.points == 0 and "course_utils.alignment.monotonicity" in helped.message
+
+
+def test_the_solution_is_its_own_work_though_the_notebook_imports_the_library():
+    solution = notebook_functions(SOLUTION)
+    setup = nbformat.read(SOLUTION, as_version=4).cells[1].source
+    imports = [line for line in setup.splitlines() if "course_utils.alignment" in line]
+    assert imports  # the notebook uses the library's word classes and entropy in Parts 6-8
+    exec("\n".join(imports), solution)
+    for check in checks.EXERCISE.checks.values():
+        assert check(solution[check.target]).passed, check.name
+        assert judged_by_grader(check, solution[check.target]).passed, check.name
+
+
+# ------------------------------------ the cells that run the student's functions on the model
+
+
+def test_ready_says_which_function_to_write_first_and_never_raises(capsys):
+    solution = notebook_functions(SOLUTION)
+    untouched = notebook_functions(EXERCISE)
+    names = ("hard_alignment", "monotonicity", "find_crossings", "many_to_one")
+    assert checks.ready(*(solution[n] for n in names))
+    assert capsys.readouterr().out == ""
+
+    def forgot_return(weights):
+        weights.argmax(axis=1)
+
+    def crashes(weights):
+        return weights[10]
+
+    assert not checks.ready(solution["hard_alignment"], untouched["monotonicity"],
+                            forgot_return, crashes, None)
+    printed = capsys.readouterr().out
+    assert "`monotonicity` is not written yet" in printed
+    assert "`forgot_return` returned None: did you forget `return`?" in printed
+    assert "`crashes` raised IndexError" in printed and "weights[10]" in printed
+    assert "is not a function" in printed and "hard_alignment" not in printed
+
+
+def test_probe_sentences_are_a_dict_of_sentences_or_nothing_with_a_reason(capsys):
+    def mine():
+        return {"verb last": ("a girl smiles when her mother takes a picture .",)}
+
+    assert checks.probe_sentences(mine) == {
+        "verb last": ["a girl smiles when her mother takes a picture ."]}
+    untouched = notebook_functions(EXERCISE)["my_probes"]
+    assert checks.probe_sentences(untouched) == {}
+    assert "`my_probes` is not written yet" in capsys.readouterr().out
+    for wrong, says in [(["a dog runs ."], "must return a dict {phenomenon: [English sentences]}; "
+                                           "got list"),
+                        ({}, "got dict (empty)"),
+                        ({"compound": "a soccer ball ."}, "must be a list of English sentences"),
+                        ({"compound": []}, "at least one"),
+                        ({"compound": ["a dog runs .", 3]}, "got list")]:
+        assert checks.probe_sentences(lambda wrong=wrong: wrong) == {}
+        assert says in capsys.readouterr().out

@@ -11,7 +11,14 @@ with :mod:`course_utils.alignment`, and names the likely mistake without printin
 - ``many_to_one(weights, threshold=0.3)``: ``{output step: [source positions]}`` for steps
   giving at least ``threshold`` to each of two or more source words.
 
-The written answers (the patterns found, and the word-order question) are graded by hand.
+A function that calls or imports :mod:`course_utils.alignment` (notebook 5's versions, which
+the checks compare against), directly or through a helper, earns nothing: the exercise is to
+write them.
+
+The written answers (the patterns found in the student's own model, the student's own probe
+sentences, and that model against notebook 4's) are graded by hand. :func:`ready` and
+:func:`probe_sentences` serve the cells that use the student's code on the model's
+translations, so that Run All on an unfinished exercise reaches every check and the score.
 """
 
 from __future__ import annotations
@@ -21,14 +28,17 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils import alignment
-from course_utils.checks.calling import CheckFailed, call_student
+from course_utils.checks.calling import CheckFailed, call_student, student_line
 from course_utils.checks.framework import Exercise
 from course_utils.checks.probes import fresh_seed
 
-__all__ = ["EXERCISE", "MATRICES", "check_crossings", "check_hard_alignment",
-           "check_many_to_one", "check_monotonicity"]
+__all__ = ["EXERCISE", "MATRICES", "REFERENCE", "check_crossings", "check_hard_alignment",
+           "check_many_to_one", "check_monotonicity", "probe_sentences", "ready"]
 
 EXERCISE = Exercise("E10.3", "Reading attention heatmaps")
+
+#: The library module that computes the answers (notebook 5's versions); students must not use it.
+REFERENCE = ("course_utils.alignment",)
 
 
 def _rows(*rows) -> np.ndarray:
@@ -93,7 +103,7 @@ def _as_int_vector(result, name: str, tgt_len: int, src_len: int) -> np.ndarray:
     return array.astype(int)
 
 
-@EXERCISE.check("hard_alignment", points=2, target="hard_alignment")
+@EXERCISE.check("hard_alignment", points=2, target="hard_alignment", own_work=REFERENCE)
 def check_hard_alignment(hard_alignment: Callable) -> str:
     for name, weights in _all_matrices().items():
         tgt_len, src_len = weights.shape
@@ -122,7 +132,7 @@ def _as_fraction(result, name: str) -> float:
     return value
 
 
-@EXERCISE.check("monotonicity", points=2, target="monotonicity")
+@EXERCISE.check("monotonicity", points=2, target="monotonicity", own_work=REFERENCE)
 def check_monotonicity(monotonicity: Callable) -> str:
     # no rows at all: what E10.3's search passes on when no step of a sentence is confident
     cases = {**_all_matrices(), "empty (no output steps)": np.zeros((0, 4))}
@@ -174,7 +184,7 @@ def _source_pairs(weights: np.ndarray, pairs: set[tuple[int, int]]) -> set[tuple
     return {(int(positions[i]), int(positions[k])) for i, k in pairs}
 
 
-@EXERCISE.check("find_crossings", points=3, target="find_crossings")
+@EXERCISE.check("find_crossings", points=3, target="find_crossings", own_work=REFERENCE)
 def check_crossings(find_crossings: Callable) -> str:
     answers = {name: (weights, _pair_list(_call(find_crossings, weights, name=name)),
                       set(alignment.crossings(weights)))
@@ -223,7 +233,7 @@ def _as_groups(result, name: str) -> dict[int, list[int]]:
         raise CheckFailed("many_to_one's values must be lists of source positions") from None
 
 
-@EXERCISE.check("many_to_one", points=2, target="many_to_one")
+@EXERCISE.check("many_to_one", points=2, target="many_to_one", own_work=REFERENCE)
 def check_many_to_one(many_to_one: Callable) -> str:
     cases = [(name, w, 0.3) for name, w in _all_matrices().items()]
     # a row with exactly the threshold twice, and a stricter threshold
@@ -254,11 +264,84 @@ EXERCISE.manual_question(
     "patterns",
     points=2,
     prompt="One example each of monotonic alignment, reordering and many-to-one alignment from "
-           "the model's translations, with the sentence and the cells that show it.",
+           "your own model's translations of the 2017 Flickr test set, with the sentence and the "
+           "cells that show it.",
 )
 EXERCISE.manual_question(
-    "word_order",
-    points=3,
-    prompt="Did the model learn the word-order differences between English and German? "
-           "Evidence for and against, from the heatmaps and the measurements.",
+    "probes",
+    points=2,
+    prompt="Your own probe sentences (a clause where German puts the verb last; a compound "
+           "noun): what your model wrote, what its heatmaps show, and what that says about the "
+           "word order and the compounds it learned.",
 )
+EXERCISE.manual_question(
+    "comparison",
+    points=1,
+    prompt="Your model against notebook 4's on the same sentences: what yours does that "
+           "notebook 4's does not (focus, reordering, unknown words), and why, from how each "
+           "was trained.",
+)
+
+
+# ------------------------------------------- the cells that use the student's functions
+
+
+#: A small attention matrix for :func:`ready`: a diagonal with one step reading two words.
+_SAMPLE = _rows([0.8, 0.1, 0.1], [0.1, 0.45, 0.45], [0.1, 0.1, 0.8])
+
+
+def ready(*functions: object) -> bool:
+    """Whether each of the student's pattern finders runs (and returns something) on a small
+    attention matrix. When one does not (not written yet, a crash, no ``return``), says which
+    and returns False: the cells that run them over the model's translations then skip that
+    search instead of stopping Run All."""
+    problems = []
+    for function in functions:
+        name = getattr(function, "__name__", None) or type(function).__name__
+        if not callable(function):
+            problems.append(f"`{name}` is not a function: run the cell that defines it")
+            continue
+        try:
+            result = function(_SAMPLE.copy())
+        except NotImplementedError:
+            problems.append(f"`{name}` is not written yet")
+            continue
+        except Exception as error:  # the student's code: say what and where, never stop
+            problems.append(f"`{name}` raised {type(error).__name__}: {error}"
+                            f"{student_line(error)}")
+            continue
+        if result is None:
+            problems.append(f"`{name}` returned None: did you forget `return`?")
+    if problems:
+        print("Skipped here until your functions run: " + "; ".join(problems)
+              + ". Their checks above say what to fix.")
+    return not problems
+
+
+def probe_sentences(my_probes: object) -> dict[str, list[str]]:
+    """The student's probe sentences, ``my_probes()``, as ``{phenomenon: [English sentences]}``;
+    when the part is not written yet, or returns something else, says so and gives ``{}``."""
+    if not callable(my_probes):
+        print("`my_probes` is not a function: run the cell that defines it")
+        return {}
+    try:
+        probes = my_probes()
+    except NotImplementedError:
+        print("`my_probes` is not written yet: write your sentences, then run this cell again")
+        return {}
+    except Exception as error:  # the student's code: say what and where, never stop
+        print(f"`my_probes` raised {type(error).__name__}: {error}{student_line(error)}")
+        return {}
+    if not isinstance(probes, dict) or not probes:
+        print(f"my_probes must return a dict {{phenomenon: [English sentences]}}; got "
+              f"{type(probes).__name__}{' (empty)' if probes == {} else ''}")
+        return {}
+    checked: dict[str, list[str]] = {}
+    for phenomenon, sentences in probes.items():
+        if isinstance(sentences, str) or not isinstance(sentences, (list, tuple)) or not all(
+                isinstance(s, str) and s.strip() for s in sentences) or not sentences:
+            print(f"my_probes()[{phenomenon!r}] must be a list of English sentences (strings, "
+                  f"at least one); got {type(sentences).__name__}: {str(sentences)[:80]}")
+            return {}
+        checked[str(phenomenon)] = list(sentences)
+    return checked
