@@ -143,7 +143,8 @@ def other_keys(keys: torch.Tensor, seed: int) -> torch.Tensor:
     return keys + torch.randn(keys.shape, generator=generator)
 
 
-def _inputs(seed: int):
+def attention_inputs(seed: int):
+    """The library attention model of this seed, its batch and its memory (both sides use it)."""
     library, src, lengths, tgt_in = fresh_model(seed, ATTENTION_CONFIG)
     memory = memory_of(library, src, lengths)
     assert memory.keys is not None
@@ -156,7 +157,7 @@ def _inputs(seed: int):
 def attention_raw(cls: type, seed: int) -> dict:
     """The student's ``project_keys`` and ``attend`` on this seed's batch, as plain data:
     the keys; the context and weights from the right keys; and from other keys."""
-    library, _, _, _, memory = _inputs(seed)
+    library, _, _, _, memory = attention_inputs(seed)
     source = library.decoder.attention
     try:
         module = cls(source.encoder_dim, source.decoder_dim, source.attention_dim)
@@ -243,7 +244,7 @@ def decoder_raw(cls: type, seed: int, stand_in: bool) -> dict:
     """The student's ``prepare`` and ``step`` (one step given other keys, whole sentences,
     greedy decoding, a second batch) on this seed's batch, as plain data; with ``stand_in``, a
     right attention stands in for the student's."""
-    library, src, lengths, tgt_in, memory = _inputs(seed)
+    library, src, lengths, tgt_in, memory = attention_inputs(seed)
     model = student_decoder_model(cls, library)
     for method in ("prepare", "step"):
         _require(cls, method, "BahdanauDecoder")
@@ -288,7 +289,7 @@ def adapt_decoder(student: object) -> Callable:
 
     def run(seed: int) -> dict:
         def attention() -> dict:
-            library, *_ = _inputs(seed)
+            library, *_ = attention_inputs(seed)
             model = student_decoder_model(cls, library)
             return attention_raw(attention_class(type(model.decoder.attention)), seed)
 

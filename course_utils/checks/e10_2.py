@@ -44,9 +44,9 @@ import numpy as np
 import torch
 
 from course_utils.checks.attention_decoder import (
-    ATTENTION_CONFIG,
     adapt_attention,
     adapt_decoder,
+    attention_inputs,
     other_keys,
 )
 from course_utils.checks.attention_hints import attention_mistakes, step_mistakes
@@ -290,16 +290,9 @@ def _pair(value: object) -> tuple[torch.Tensor | None, ...]:
         else (None, None)
 
 
-def _attention_inputs(seed: int):
-    library, src, lengths, tgt_in = fresh_model(seed, ATTENTION_CONFIG)
-    memory = memory_of(library, src, lengths)
-    assert memory.keys is not None
-    return library, src, lengths, tgt_in, memory
-
-
 def _judge_attention(raw: object, seed: int) -> str:
     raw = _result(raw, "AdditiveAttention")
-    library, *_, memory = _attention_inputs(seed)
+    library, *_, memory = attention_inputs(seed)
     attention, state = library.decoder.attention, decoder_states(seed, 1)[0]
     outputs, mask, keys = memory.encoder_outputs, memory.mask, memory.keys
     got_keys = _tensor(raw.get("keys"))
@@ -359,7 +352,7 @@ def check_attention_step(run: Callable) -> str:
         own_attention = False
     # judge prepare and step alone when the attention is wrong: a right one stands in
     raw = _result(runs.get("own" if own_attention else "alone"), "BahdanauDecoder")
-    library, src, lengths, tgt_in, memory = _attention_inputs(seed)
+    library, src, lengths, tgt_in, memory = attention_inputs(seed)
     assert memory.keys is not None
     if raw.get("memory") != "DecoderMemory" or not close(_tensor(raw.get("keys")), memory.keys):
         raise CheckFailed("`prepare` must return the DecoderMemory with the keys W_h h_j of "
