@@ -40,7 +40,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "results.md")
     args = parser.parse_args(argv)
     device = get_device()
-    run = MULTI30K_RUN.located() if args.runs is None else RunFolder(args.runs.name, args.runs.parent)
+    run = (MULTI30K_RUN.located() if args.runs is None
+           else RunFolder(args.runs.name, args.runs.parent))
 
     checkpoints = {name: load_checkpoint(run.checkpoint(name), device=device)
                    for name in ("attention", "vanilla")}

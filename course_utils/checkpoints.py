@@ -14,7 +14,7 @@ This module is also the one place that names run folders and checkpoint files::
     runs_dir()/multi30k/{attention,vanilla}.pt       notebook 4 (read by notebook 5, E10.2, E10.3)
     runs_dir()/multi30k/epochs/attention-epoch3.pt   notebook 4, after epoch 3 (0 = untrained)
     runs_dir()/multi30k-small/...                    the smaller fallback model of notebook 5
-    runs_dir()/e10.2/{attention,vanilla}.pt          the student's own models of E10.2 (read by E10.3)
+    runs_dir()/e10.2/{attention,vanilla}.pt          the student's E10.2 models (E10.3 reads them)
 
 ``runs_dir()`` is ``runs/`` beside the notebook being run (its ``quick/`` folder under
 ``COURSE_QUICK``, so smoke tests never overwrite a real run). A notebook that reads another's

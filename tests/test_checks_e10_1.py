@@ -395,7 +395,7 @@ def test_calling_the_course_reference_earns_nothing_and_says_write_it_in_numpy(c
     result = check(student)
     assert result.points == 0
     assert uses in result.message
-    assert "Write it yourself in NumPy" in result.message
+    assert "Write it yourself with NumPy" in result.message
 
 
 def test_watching_for_the_reference_restores_everything_even_when_the_student_raises():
@@ -468,3 +468,13 @@ def test_notebook_1_works_its_own_example_not_e10_1():
     assert not leaked, f"notebook 1 shows E10.1's answers: {leaked}"
     assert "np.array([0.5, 0.5])" not in text, "notebook 1 sets up E10.1's inputs"
     assert "## 4. A worked example, step by step" in text
+
+
+def test_most_attended_through_the_alignment_module_earns_nothing():
+    from course_utils.alignment import hard_alignment
+
+    def most_attended(weights):
+        return int(hard_alignment(np.atleast_2d(weights))[0]) + 1
+
+    result = checks.check_most_attended(most_attended)
+    assert result.points == 0 and "course_utils.alignment" in result.message, result.message

@@ -344,3 +344,24 @@ def test_training_uses_the_students_decoder_only_once_it_passes(capsys):
     assert "your FixedContextDecoder" in capsys.readouterr().out
     assert checks.vanilla_decoder_to_train(decoder(context=last_real)) is VanillaDecoder
     assert "does not pass its checks yet" in capsys.readouterr().out
+
+
+def test_a_library_method_taken_as_the_students_own_scores_zero():
+    from course_utils.models import GRUDecoder
+
+    borrowed = type("FixedContextDecoder", (VanillaDecoder,),
+                    {"context": right_context, "step": GRUDecoder.step})
+    result = checks.check_vanilla_step(borrowed)
+    assert result.points == 0 and "GRUDecoder.step" in result.message, result.message
+    assert judged_by_grader(checks.check_vanilla_step, borrowed).points == 0
+
+
+def test_bucketing_handed_to_the_librarys_metrics_scores_zero():
+    from course_utils import metrics
+
+    def bleu_by_bucket(hypotheses, references, source_lengths):
+        return metrics.bleu_by_length(hypotheses, references, source_lengths)
+
+    result = checks.check_bleu_by_bucket(bleu_by_bucket)
+    assert result.points == 0 and "course_utils.metrics" in result.message, result.message
+    assert "sacrebleu" in result.message

@@ -216,3 +216,26 @@ def test_the_students_trained_model_loads_into_the_library_model(tmp_path, monke
     with torch.no_grad():
         assert torch.allclose(model.eval()(src, lengths, tgt)[0],
                               yours.eval()(src, lengths, tgt)[0], atol=1e-6)
+
+
+def test_a_library_step_taken_as_the_students_own_scores_zero():
+    from course_utils.models import GRUDecoder
+
+    namespace = {"Base": make_decoder(SOLUTION_STEP), "GRUDecoder": GRUDecoder}
+    exec("class BahdanauDecoder(Base):\n    step = GRUDecoder.step\n", namespace)
+    result = both_ways(checks.check_attention_step, namespace["BahdanauDecoder"])
+    assert result.points == 0 and "GRUDecoder.step" in result.message, result.message
+
+
+def test_a_prepare_that_leaves_padding_in_the_keys_is_named():
+    namespace = dict(SOLUTION)
+    exec("""
+class BahdanauDecoder(SOLUTION_DECODER):
+    def prepare(self, encoder_outputs, summary, mask):
+        return DecoderMemory(encoder_outputs, summary, mask,
+                             self.attention.project_keys(encoder_outputs))
+
+    step = SOLUTION_DECODER.step
+""", {**namespace, "SOLUTION_DECODER": SOLUTION["BahdanauDecoder"]}, namespace)
+    result = both_ways(checks.check_attention_step, namespace["BahdanauDecoder"])
+    assert result.points == 0 and "padding" in result.message, result.message

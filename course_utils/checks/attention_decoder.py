@@ -46,13 +46,20 @@ from course_utils.checks.decoders import (
     memory_of,
     reported,
 )
-from course_utils.checks.own_work import module_files, references_to, watch_calls
+from course_utils.checks.own_work import (
+    library_methods,
+    module_files,
+    references_to,
+    watch_calls,
+)
 from course_utils.decoding import greedy_decode
 from course_utils.models import AttentionDecoder, LuongDecoder, Seq2Seq, build_model
 
 ATTENTION_CONFIG = replace(CONFIG, attention=True)
 #: The library modules that hold the answer: a student's class that uses them earns nothing.
 FORBIDDEN = ("course_utils.attention", "course_utils.scores")
+#: What ``prepare`` is handed at padded positions of the encoder outputs (it must zero them).
+PADDING_NOISE = 3.0
 #: What the student's class must not inherit or call: the library's attention decoders.
 _DECODERS = (AttentionDecoder, LuongDecoder)
 _REFUSED: list[tuple[type, str]] = [(cls, name) for cls in (Attention, BahdanauAttention)
@@ -67,7 +74,10 @@ def _write_it(where: str, what: str) -> str:
 
 def own_work(cls: type, name: str) -> None:
     """Refuse a class whose methods (or helpers they call) use the library's attention, its
-    scores or its attention decoders by name."""
+    scores or its attention decoders by name, or that takes a library method as its own."""
+    borrowed = library_methods(cls)
+    if borrowed:
+        raise CheckFailed(_write_it(name, f"takes the library's code as its own: {borrowed[0]}"))
     for attribute, value in vars(cls).items():
         function = getattr(value, "__func__", value)
         if not (callable(function) and hasattr(function, "__code__")):
@@ -251,6 +261,8 @@ def decoder_raw(cls: type, seed: int, stand_in: bool) -> dict:
     if stand_in:
         model.decoder.attention = RightAttention(model.decoder.attention)
     outputs, summary, mask = library.encode(src, lengths)
+    # whatever an encoder leaves at padding must not reach a key or a context: prepare zeroes it
+    outputs = outputs.masked_fill(~mask.unsqueeze(-1), PADDING_NOISE)
     assert memory.keys is not None
     stepped = replace(memory, keys=other_keys(memory.keys, seed))
     embedded = library.decoder.embedding(tgt_in[:, 0]).detach()

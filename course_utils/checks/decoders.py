@@ -22,6 +22,7 @@ from dataclasses import replace
 import torch
 
 from course_utils.checks.calling import CheckFailed, call_student
+from course_utils.checks.own_work import library_methods
 from course_utils.data import Vocab
 from course_utils.decoding import greedy_decode
 from course_utils.models import (
@@ -75,6 +76,10 @@ def student_class(decoder_class: object) -> type:
     if not isinstance(decoder_class, type) or not issubclass(decoder_class, VanillaDecoder):
         raise CheckFailed("FixedContextDecoder must be a class that subclasses the library's "
                           "decoder: `class FixedContextDecoder(VanillaDecoder):`")
+    borrowed = library_methods(decoder_class)
+    if borrowed:
+        raise CheckFailed(f"in FixedContextDecoder, {borrowed[0]}, the library's own code: "
+                          "write the method yourself")
     return decoder_class
 
 

@@ -37,7 +37,7 @@ __all__ = ["EXERCISE", "INPUTS", "check_context", "check_energies", "check_most_
 EXERCISE = Exercise("E10.1", "Attention computed by hand")
 
 #: The library module that computes the answers; students must not call it.
-REFERENCE = ("course_utils.attention",)
+REFERENCE = ("course_utils.attention", "course_utils.alignment")
 
 #: The exercise's inputs, rows of ``encoder_states`` are h_1, h_2, h_3.
 INPUTS = {

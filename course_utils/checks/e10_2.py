@@ -354,7 +354,16 @@ def check_attention_step(run: Callable) -> str:
     raw = _result(runs.get("own" if own_attention else "alone"), "BahdanauDecoder")
     library, src, lengths, tgt_in, memory = attention_inputs(seed)
     assert memory.keys is not None
-    if raw.get("memory") != "DecoderMemory" or not close(_tensor(raw.get("keys")), memory.keys):
+    got_keys = _tensor(raw.get("keys"))
+    real = memory.mask.unsqueeze(-1).expand_as(memory.keys)
+    if (raw.get("memory") == "DecoderMemory" and got_keys is not None
+            and got_keys.shape == memory.keys.shape and not close(got_keys, memory.keys)
+            and close(got_keys[real], memory.keys[real])):
+        raise CheckFailed("`prepare`'s keys are right at real tokens but not at padding: set the "
+                          "padded positions of encoder_outputs to 0 first (the mask is True at "
+                          "real tokens), so that whatever the encoder left there reaches no key "
+                          "and no context")
+    if raw.get("memory") != "DecoderMemory" or not close(got_keys, memory.keys):
         raise CheckFailed("`prepare` must return the DecoderMemory with the keys W_h h_j of "
                           "every source position in `keys` (computed once per batch, by your "
                           f"attention's `project_keys`); got a {str(raw.get('memory'))[:80]}"
@@ -427,7 +436,11 @@ def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
 
 # ------------------------------------------------- Parts 3 to 5 (checks/bleu_by_length.py)
 
-check_bleu_by_bucket = EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket")(
+# bucketing and scoring are the student's: the library's metrics (bleu_by_length, bucket_of,
+# corpus_bleu) hold the answer, so a function that uses them earns no points
+check_bleu_by_bucket = EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket",
+                                      own_work=("course_utils.metrics",),
+                                      write_with="sacrebleu and Python")(
     judge_bleu_by_bucket)
 check_plot_bleu = EXERCISE.check("plot_bleu_by_length", points=2,
                                  target="plot_bleu_by_length")(judge_plot_bleu)

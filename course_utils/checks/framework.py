@@ -92,6 +92,8 @@ class Check:
     #: :class:`CheckFailed` when the class cannot be used at all (the part then scores 0).
     #: The adapted function runs in the kernel; its results are judged like any function's.
     adapt: Callable[[object], Callable] | None = None
+    #: What the student writes the part with, named when the part is refused as not own work.
+    write_with: str = "NumPy"
 
     def _result(self, points: float, message: str) -> CheckResult:
         return CheckResult(self.exercise, self.name, points, self.points, message)
@@ -202,8 +204,8 @@ class Check:
     def _not_own_work(self, what: str) -> str:
         return (
             f"`{self.target}` {what}: that is the course's reference implementation, which "
-            "this check compares against, so this part earns no points. Write it yourself "
-            "in NumPy"
+            f"this check compares against, so this part earns no points. Write it yourself "
+            f"with {self.write_with}"
         )
 
 
@@ -225,13 +227,13 @@ class Exercise:
     manual: dict[str, ManualQuestion] = field(default_factory=dict)
 
     def check(self, name: str, *, points: float, target: str, own_work: tuple[str, ...] = (),
-              adapt: Callable[[object], Callable] | None = None):
+              adapt: Callable[[object], Callable] | None = None, write_with: str = "NumPy"):
         """Decorator registering a check body under ``name``; returns the runnable Check."""
 
         def register(body: Callable[[Callable], str | None]) -> Check:
             if name in self.checks or name in self.manual:
                 raise ValueError(f"{self.id} already has a part named {name!r}")
-            check = Check(self.id, name, points, target, body, own_work, adapt)
+            check = Check(self.id, name, points, target, body, own_work, adapt, write_with)
             self.checks[name] = check
             return check
 
