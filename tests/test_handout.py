@@ -187,6 +187,15 @@ def test_the_readme_says_what_is_here_how_to_open_it_and_how_to_hand_in(made, tm
         "Upload it to Moodle by Friday.")
 
 
+def test_the_readme_carries_the_day_plan_the_notebooks_refer_to(made):
+    readme = (made / "README.md").read_text(encoding="utf-8")
+    course = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "## Day plan" in readme
+    assert "| clock | course page block |" in readme  # the table itself
+    assert "docs/day_plan.md" in course and "](docs/" not in readme  # no link to a missing file
+    assert "README's day plan" in (made / "notebooks" / "03_reversal_task.ipynb").read_text()
+
+
 def load_course_script(folder: Path):
     spec = importlib.util.spec_from_file_location("handout_course", folder / "course.py")
     module = importlib.util.module_from_spec(spec)

@@ -149,8 +149,22 @@ def _title(notebook: Path) -> str:
     return notebook.stem
 
 
-def student_readme(handout: Path, title: str, hand_in: str = DEFAULT_HAND_IN) -> str:
-    """The handout's README: what is in the folder, how to open it, the exercises, handing in."""
+def day_plan_section(readme: str) -> str:
+    """The course README's "Day plan" section (the notebooks' headers refer to it), with links to
+    files a handout does not have kept as plain text; empty if the README has none."""
+    found = re.search(r"^## Day plan\n.*?(?=^## |\Z)", readme, re.MULTILINE | re.DOTALL)
+    if not found:
+        return ""
+    shipped = ("notebooks/", "exercises/", "course_utils/")
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)",
+                  lambda m: m.group(0) if m.group(2).startswith(shipped) else m.group(1),
+                  found.group(0)).strip() + "\n\n"
+
+
+def student_readme(handout: Path, title: str, hand_in: str = DEFAULT_HAND_IN,
+                   day_plan: str = "") -> str:
+    """The handout's README: what is in the folder, how to open it, the day plan, the exercises,
+    handing in."""
     def listing(folder: str) -> str:
         return "\n".join(f"- [{_title(p)}]({folder}/{p.name})"
                          for p in sorted((handout / folder).glob("*.ipynb")))
@@ -178,7 +192,7 @@ With conda instead: `conda env create -f environment.yml`, `conda activate {env_
 `python3 course.py lab --no-venv`. (`python3 course.py test` runs the course's tests, which come
 with the course's repository, not with this handout.)
 
-## What is here
+{day_plan}## What is here
 
 The lecture notebooks, in `notebooks/`, in the order they are taught:
 
@@ -233,8 +247,8 @@ def _fill(work: Path, course: Path, *, site: bool, hand_in: str) -> None:
         shutil.copy2(course / name, work / name)
     readme = (course / "README.md").read_text(encoding="utf-8")
     title = m.group(1).strip() if (m := re.search(r"^# (.+)$", readme, re.MULTILINE)) else ""
-    (work / "README.md").write_text(student_readme(work, title or "The course", hand_in),
-                                    encoding="utf-8")
+    (work / "README.md").write_text(student_readme(work, title or "The course", hand_in,
+                                                   day_plan_section(readme)), encoding="utf-8")
     if site:
         from course_utils.tools.book import BookError, build_book  # Sphinx, on demand
 
