@@ -313,3 +313,25 @@ def test_probe_sentences_are_a_dict_of_sentences_or_nothing_with_a_reason(capsys
                         ({"compound": ["a dog runs .", 3]}, "got list")]:
         assert checks.probe_sentences(lambda wrong=wrong: wrong) == {}
         assert says in capsys.readouterr().out
+
+
+def test_the_librarys_source_pasted_in_and_renamed_scores_nothing(tmp_path, monkeypatch):
+    # the handout ships course_utils' source: a copy of it, renamed, is not the student's work
+    import importlib
+    import inspect
+
+    import course_utils.alignment as library
+
+    copy = inspect.getsource(library).replace("weights", "w").replace("def crossings(",
+                                                                        "def find_crossings(")
+    (tmp_path / "pasted_alignment.py").write_text(copy)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pasted = importlib.import_module("pasted_alignment")
+    for check, name in [(checks.check_monotonicity, "monotonicity"),
+                        (checks.check_crossings, "find_crossings"),
+                        (checks.check_many_to_one, "many_to_one")]:
+        result = check(getattr(pasted, name))
+        assert result.points == 0 and "is a copy of `course_utils.alignment." in result.message, (
+            name, result.message)
+    # a one-line answer is what an honest student writes too: not compared
+    assert checks.check_hard_alignment(pasted.hard_alignment).passed

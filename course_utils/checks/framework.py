@@ -23,7 +23,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from course_utils.checks.calling import NOT_IMPLEMENTED, CheckFailed
-from course_utils.checks.own_work import module_files, references_to, watch_calls
+from course_utils.checks.own_work import (
+    copied_from,
+    module_files,
+    references_to,
+    watch_calls,
+)
 from course_utils.checks.probes import recording, replaying, run_seed
 
 __all__ = ["Check", "CheckResult", "Exercise", "ManualQuestion", "get_exercise",
@@ -115,6 +120,9 @@ class Check:
             used = references_to(student_fn, self.own_work)
             if used:
                 return {"own_work": str(used[0])[:300]}
+            copied = copied_from(student_fn, self.own_work)
+            if copied:
+                return {"own_work": f"is a copy of `{copied}`"[:300]}
         return student_fn
 
     def _stopped(self, why: Mapping) -> CheckResult:

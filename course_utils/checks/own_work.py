@@ -19,14 +19,17 @@ check, so such a check names the library modules that hold the answer, and
 
 from __future__ import annotations
 
+import ast
 import importlib
+import inspect
 import sys
+import textwrap
 import types
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["library_methods", "module_files", "references_to", "watch_calls"]
+__all__ = ["copied_from", "library_methods", "module_files", "references_to", "watch_calls"]
 
 #: How deep :func:`references_to` follows helper functions that call helper functions.
 _MAX_DEPTH = 8
@@ -113,6 +116,71 @@ def references_to(function: Callable, modules: Iterable[str]) -> list[str]:
         return [f"is {itself} itself"]
     visit(function, [])
     return found
+
+
+#: A function of fewer syntax-tree nodes than this is not compared for copying: a short answer
+#: (``return weights.argmax(-1)``, 7 nodes) is what an honest student writes too.
+MIN_COPIED_NODES = 40
+
+
+class _Shape(ast.NodeTransformer):
+    """A function's code with its names numbered in order of first use, its docstring and its
+    annotations dropped: the same after a copy, whatever the copy renamed."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def _rename(self, name: str) -> str:
+        return self.names.setdefault(name, f"n{len(self.names)}")
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        return ast.copy_location(ast.Name(self._rename(node.id), node.ctx), node)
+
+    def visit_arg(self, node: ast.arg) -> ast.AST:
+        return ast.copy_location(ast.arg(self._rename(node.arg)), node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        body = node.body
+        first = body[0] if body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
+                first.value.value, str):
+            body = body[1:]  # the docstring
+        node.body, node.returns, node.name = body or [ast.Pass()], None, "f"
+        node.decorator_list = []
+        self.generic_visit(node)
+        return node
+
+
+def _shape(function: object) -> tuple[str, int] | None:
+    """``(shape, syntax-tree nodes)`` of a Python function's source, or None without source."""
+    try:
+        source = textwrap.dedent(inspect.getsource(function))  # type: ignore[arg-type]
+        tree = ast.parse(source)
+    except (OSError, TypeError, SyntaxError):
+        return None
+    definitions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
+    if not definitions:
+        return None
+    shaped = _Shape().visit(definitions[0])
+    nodes = sum(1 for _ in ast.walk(shaped))
+    return ast.dump(shaped, annotate_fields=False), nodes
+
+
+def copied_from(function: Callable, modules: Iterable[str]) -> str | None:
+    """The dotted name of a function of ``modules`` whose code ``function`` repeats, renamed or
+    not (names, docstring and annotations aside), or None. Functions of fewer than
+    :data:`MIN_COPIED_NODES` syntax-tree nodes are not compared: short answers coincide."""
+    mine = _shape(function)
+    if mine is None or mine[1] < MIN_COPIED_NODES:
+        return None
+    for name in modules:
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            if isinstance(value, types.FunctionType) and value.__module__ == name:
+                theirs = _shape(value)
+                if theirs is not None and theirs[0] == mine[0]:
+                    return f"{name}.{value.__qualname__}"
+    return None
 
 
 def library_methods(cls: type, package: str = "course_utils") -> list[str]:
