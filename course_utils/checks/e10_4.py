@@ -398,8 +398,8 @@ _LOW_RANK = "LowRankGeneralScore"
 #: long as the keys are wide (3 and 3), where a product over the wrong axis gives other numbers.
 _LOW_RANK_CASES = ((3, 5, 6, 4, 2), (2, 3, 5, 4, 3))
 _U_HINT = ("U maps r numbers to the decoder's size, so it does not apply to the state: the query "
-           "is U^T s, r numbers (`decoder_state @ self.U.weight`, as U.weight is "
-           "(decoder_dim, rank)), and the energy of position j is the key V h_j times it")
+           "is U^T s, r numbers (look at the shape of U.weight: which side of the state does "
+           "it go?), and the energy of position j is the key V h_j times it")
 
 
 def _low_rank_adapter(student_class: object) -> Callable:
