@@ -344,4 +344,7 @@ def probe_sentences(my_probes: object) -> dict[str, list[str]]:
                   f"at least one); got {type(sentences).__name__}: {str(sentences)[:80]}")
             return {}
         checked[str(phenomenon)] = list(sentences)
+        if len(sentences) < 2:
+            print(f"my_probes()[{phenomenon!r}] has one sentence; the part asks for at least two "
+                  "of each kind, so that one odd translation does not decide what you conclude")
     return checked
