@@ -457,7 +457,9 @@ EXERCISE.manual_question(
 EXERCISE.manual_question(
     "why",
     points=2,
-    prompt="Why would you expect the fixed-context model to fall behind most on long sentences "
-           "(the bottleneck of notebook 1, the decoder you wrote in Part 1)? Do your numbers, "
-           "with their intervals, show it? If not, why not at this budget?",
+    prompt="Your two models on the three longest test sentences: where does each go wrong "
+           "(quoted)? Which of the vanilla model's errors does your Part 1 decoder's fixed "
+           "context explain, and which errors do both models make? Do your Part 3 numbers, with "
+           "their intervals, show the vanilla model falling further behind on long sentences? "
+           "If not, why not at this budget?",
 )
