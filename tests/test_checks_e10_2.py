@@ -365,3 +365,15 @@ def test_bucketing_handed_to_the_librarys_metrics_scores_zero():
     result = checks.check_bleu_by_bucket(bleu_by_bucket)
     assert result.points == 0 and "course_utils.metrics" in result.message, result.message
     assert "sacrebleu" in result.message
+
+
+def test_an_attribute_named_like_a_library_import_is_not_a_use_of_it():
+    # E10.2's notebook imports course_utils.metrics.corpus_bleu; sacrebleu.corpus_bleu in the
+    # student's function is sacrebleu's, not the library's (an honest solution once lost 3 points)
+    namespace = dict(notebook_functions(SOLUTION))
+    from course_utils.metrics import corpus_bleu
+
+    namespace["corpus_bleu"] = corpus_bleu
+    honest = type(namespace["bleu_by_bucket"])(namespace["bleu_by_bucket"].__code__, namespace)
+    result = checks.check_bleu_by_bucket(honest)
+    assert result.passed, result.message

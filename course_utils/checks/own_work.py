@@ -20,6 +20,7 @@ check, so such a check names the library modules that hold the answer, and
 from __future__ import annotations
 
 import ast
+import dis
 import importlib
 import inspect
 import sys
@@ -54,12 +55,18 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(constant)
 
 
+#: The instructions that read a global name (``co_names`` also holds attribute names: in
+#: ``sacrebleu.corpus_bleu`` the attribute is not the notebook's global ``corpus_bleu``).
+_GLOBAL_LOADS = frozenset({"LOAD_GLOBAL", "LOAD_NAME", "LOAD_FROM_DICT_OR_GLOBALS"})
+
+
 def _bound_names(function: types.FunctionType) -> Iterator[tuple[str, Any]]:
     """(name, value) for every global and closure variable the function's code uses."""
     scope = function.__globals__
     for code in _code_objects(function.__code__):
-        for name in code.co_names:  # globals, and attribute names (not in scope: skipped)
-            if name in scope:
+        for instruction in dis.get_instructions(code):
+            name = instruction.argval
+            if instruction.opname in _GLOBAL_LOADS and isinstance(name, str) and name in scope:
                 yield name, scope[name]
     for name, cell in zip(function.__code__.co_freevars, function.__closure__ or ()):
         try:
