@@ -17,6 +17,7 @@ import torch
 from course_utils.attention import BahdanauAttention
 from course_utils.checks.attention_hints import attention_mistakes, step_mistakes
 from course_utils.checks.calling import CheckFailed, call_student
+from course_utils.checks.decoders import close
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.models import DecoderMemory, ModelConfig, Seq2Seq, build_model
@@ -34,11 +35,6 @@ DECODER_CONFIG = ModelConfig(src_vocab_size=11, tgt_vocab_size=13, embed_dim=6, 
                              attention_dim=5, attention=True, dropout=0.0, maxout_dim=2)
 FALLBACK = ("Until it passes, the cells below use the worked version (the collapsed cell under "
             "this one).")
-
-
-def close(a: object, b: torch.Tensor) -> bool:
-    return (isinstance(a, torch.Tensor) and a.shape == b.shape
-            and bool(torch.allclose(a.detach().double(), b.detach().double(), atol=1e-5)))
 
 
 def close_pair(got: object, wrong: tuple[torch.Tensor, torch.Tensor]) -> bool:
