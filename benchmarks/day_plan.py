@@ -1,4 +1,4 @@
-"""The day plan's times: each notebook run top to bottom, section by section, plus reading time.
+r"""The day plan's times: each notebook run top to bottom, section by section, plus reading time.
 
     MULTI30K_DIR=... python benchmarks/day_plan.py        # ~17 minutes on a 2-core CPU
     python benchmarks/day_plan.py --quick --out /tmp/plan.md   # seconds, smoke-test scale
@@ -12,18 +12,27 @@ and the solutions that read them.
 
 A section is a level-2 heading (``## ...``) and everything up to the next one. Its time is
 
-    reading = prose words / WORDS_PER_MINUTE + code lines / CODE_LINES_PER_MINUTE
-              + FIGURE_MINUTES per figure
+    reading = (prose words + formula symbols) / WORDS_PER_MINUTE
+              + code lines / CODE_LINES_PER_MINUTE + FIGURE_MINUTES per figure
     computing = the measured seconds of its cells
 
-The reading pace is that of careful study, not of skimming: 120 words a minute for prose with
-formulas (about half of an adult's pace on ordinary text), 10 lines a minute for code (6 s a
-line, enough to follow what each line does) and half a minute to read each figure. For the
-exercises, and for the lecture notebooks' "your turn" cells (whose worked versions sit in
-collapsed cells tagged ``hide-input``), writing time is added on top of reading the instructions:
-WRITE_CODE_MINUTES per line of solution code and the written answers at WRITING_WORDS_PER_MINUTE
-(a student composing an answer, not copying one). Those two are the estimate's weakest part:
-they are budgets, not measurements. The figures go to ``docs/day_plan.md``.
+The reading paces are published ones. Prose: the slowest of Carver's reading "gears",
+memorizing, measured at 138 words a minute for college students (R. P. Carver, "Reading rate:
+Theory, research, and practical implications", Journal of Reading 36(2), 84-95, 1992; his
+learning gear is 200, and Brysbaert's meta-analysis puts adults' silent reading of non-fiction
+at 238: M. Brysbaert, "How many words do we read per minute? A review and meta-analysis of
+reading rate", Journal of Memory and Language 109, 104047, 2019). A lecture notebook is studied,
+not read, so the slowest gear applies; Carver measured ordinary prose, so a formula is counted
+by its symbols rather than by its spaces (``v^\top \tanh(W_s s_{i-1} + W_h h_j)`` is 16 words:
+names, indices, operators and brackets). Code: 5 lines a minute, 300 an hour, the pace of a
+careful code review (the Cisco study in J. Cohen, "Best Kept Secrets of Peer Code Review", 2006:
+reviewers who go faster than about 300-500 lines an hour find fewer of the defects). Half a
+minute to read each figure is a budget, not a measurement. For the exercises, and for the
+lecture notebooks' "your turn" cells (whose worked versions sit in collapsed cells tagged
+``hide-input``), writing time is added on top of reading the instructions: WRITE_CODE_MINUTES
+per line of solution code and the written answers at WRITING_WORDS_PER_MINUTE (a student
+composing an answer, not copying one). Those are budgets too, the estimate's weakest part.
+The figures go to ``docs/day_plan.md``.
 """
 
 from __future__ import annotations
@@ -45,8 +54,11 @@ ROOT = Path(__file__).resolve().parents[1]
 from course_utils.files import update_section  # noqa: E402
 from course_utils.tools.execute import run_notebook  # noqa: E402
 
-WORDS_PER_MINUTE = 120
-CODE_LINES_PER_MINUTE = 10
+#: Carver's (1992) memorizing gear, college students; see the module's docstring.
+WORDS_PER_MINUTE = 138
+#: 300 lines an hour: careful code review (Cisco's study, in J. Cohen, "Best Kept Secrets of Peer
+#: Code Review", 2006: reviewers faster than about 300-500 lines an hour find fewer defects).
+CODE_LINES_PER_MINUTE = 5
 FIGURE_MINUTES = 0.5
 WRITE_CODE_MINUTES = 1.0
 WRITING_WORDS_PER_MINUTE = 15
@@ -64,10 +76,11 @@ NOTEBOOKS = [
     "solutions/E10.4-dot-and-general-scores.ipynb",
 ]
 #: Sections outside the day's core path (README, "Day plan"), by notebook and section number:
-#: for fast students, for homework, or for a second session. Everything else is core.
+#: for fast students, for homework, or for a second session. Everything else is core, except
+#: a section whose heading says "(extension)".
 EXTENSION = {
-    "notebooks/01_bottleneck_and_attention_by_hand.ipynb": ("5.", "7.", "8."),
-    "notebooks/02_bahdanau_attention_in_pytorch.ipynb": ("7.", "8."),
+    "notebooks/01_bottleneck_and_attention_by_hand.ipynb": ("5.", "6.", "7.", "8."),
+    "notebooks/02_bahdanau_attention_in_pytorch.ipynb": ("4.", "7.", "8."),
     "notebooks/03_reversal_task.ipynb": ("7.",),
     "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("5.",),
 }
@@ -120,15 +133,25 @@ class Timed:
         return sum(s.minutes for s in self.sections)
 
     def is_extension(self, section: Section) -> bool:
-        return self.path in HOMEWORK or section.title.startswith(EXTENSION.get(self.path, ()))
+        return (self.path in HOMEWORK or "(extension)" in section.title
+                or section.title.startswith(EXTENSION.get(self.path, ())))
 
     @property
     def core_minutes(self) -> float:
         return sum(s.minutes for s in self.sections if not self.is_extension(s))
 
 
+#: A formula in Markdown: ``$$...$$`` or ``$...$``.
+MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
+#: What the eye takes in, in a formula: a command (``\tanh``), a run of letters or digits, or
+#: an operator or bracket (not the braces and carets that only typeset).
+SYMBOL = re.compile(r"\\[A-Za-z]+|[A-Za-z]+|\d+(?:\.\d+)?|[-+=<>*/|()\[\],;:!]")
+
+
 def _words(text: str) -> int:
-    return len(re.findall(r"\S+", text))
+    """Prose words, with every symbol of a formula counted as a word."""
+    symbols = sum(len(SYMBOL.findall(a or b)) for a, b in MATH.findall(text))
+    return len(re.findall(r"\S+", MATH.sub(" ", text))) + symbols
 
 
 def _code_lines(source: str) -> int:
@@ -191,8 +214,11 @@ def report(timed: list[Timed], quick: bool, dates: str) -> str:
         f"{'CUDA' if torch.cuda.is_available() else 'no GPU'}"
         f"{', smoke-test scale (COURSE_QUICK=1)' if quick else ', real configuration'}. "
         "Computing is the measured time of each section's cells in a fresh kernel. Reading is "
-        f"estimated at {WORDS_PER_MINUTE} words of prose a minute, {CODE_LINES_PER_MINUTE} lines "
-        f"of code a minute and {FIGURE_MINUTES} min per figure (careful study, see "
+        f"estimated at {WORDS_PER_MINUTE} words of prose a minute, the slowest (memorizing) gear "
+        "of Carver's reading rates (Journal of Reading 36(2), 1992), with every symbol of a "
+        f"formula counted as a word; {CODE_LINES_PER_MINUTE} lines of code a minute, the pace of "
+        "a careful code review (Cisco's study, in J. Cohen, *Best Kept Secrets of Peer Code "
+        f"Review*, 2006); and {FIGURE_MINUTES} min per figure, a budget (see "
         "`benchmarks/day_plan.py`). For the exercises and the lecture's \"your turn\" cells, "
         "writing is budgeted at "
         f"{WRITE_CODE_MINUTES:g} min per line of solution code and "

@@ -225,10 +225,26 @@ def test_day_plan_splits_a_notebook_into_timed_sections():
     assert part.figures == 1 and part.seconds == 30.0
     assert part.solution_code_lines == 2 and part.solution_words == 30  # the student's work
     assert part.code_lines == 2  # "plot()" and "def f():", not the solution's lines
-    assert header.reading_minutes == pytest.approx(120 / 120 + 2 / 10)
+    assert header.reading_minutes == pytest.approx(
+        120 / day_plan.WORDS_PER_MINUTE + 2 / day_plan.CODE_LINES_PER_MINUTE)
     assert part.minutes == pytest.approx(
         part.reading_minutes + 2 * day_plan.WRITE_CODE_MINUTES
         + 30 / day_plan.WRITING_WORDS_PER_MINUTE + 0.5)
+
+
+def test_day_plan_reads_a_formula_symbol_by_symbol_and_knows_extensions():
+    import nbformat.v4 as nbf
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import day_plan
+
+    # the energy as a formula is 16 symbols, though it has only 5 spaces' worth of "words"
+    assert day_plan._words(r"$v^\top \tanh(W_s s_{i-1} + W_h h_j)$") == 16
+    assert day_plan._words("the energy $$e_{ij}$$ of step $i$") == 4 + 2 + 1  # e, ij; i
+    notebook = nbf.new_notebook(cells=[nbf.new_markdown_cell(
+        "## 1. Core\nwords\n## 2. More (extension)\nwords\n## 3. Also core\nwords")])
+    timed = day_plan.Timed("notebooks/x.ipynb", day_plan.sections_of(notebook, [0.0]))
+    assert [timed.is_extension(s) for s in timed.sections] == [False, True, False]
 
 
 def test_day_plan_counts_a_lectures_worked_version_as_code_to_write():
