@@ -1,0 +1,68 @@
+"""Notebook 4's heatmap read in class: the sentence is chosen by a rule, and its reading
+(diagonal, crossing, one-to-many, what the hard alignment keeps) follows from the weights."""
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils.heatmap_reading import clearest_reordering, read_alignment
+from course_utils.translation import Translation
+
+ENGLISH = "a man sits on the red chair in the park".split()  # 10 tokens
+
+
+def translation(german: str, hard: list[int], weight: float = 0.9) -> Translation:
+    """German words, each reading English position ``hard[i]`` with ``weight``, the rest
+    spread evenly."""
+    words = german.split()
+    rows = np.full((len(words), len(ENGLISH)), (1 - weight) / (len(ENGLISH) - 1))
+    rows[np.arange(len(words)), hard] = weight
+    return Translation(ENGLISH, words, german, torch.tensor(rows, dtype=torch.float32))
+
+
+DIAGONAL = translation("ein mann sitzt auf dem roten stuhl in dem park", list(range(10)))
+# "in dem park" written before "auf dem roten stuhl": two phrases swapped
+SWAPPED = translation("ein mann sitzt in dem park auf dem roten stuhl",
+                      [0, 1, 2, 7, 8, 9, 3, 4, 5, 6])
+REFERENCE = "Ein Mann sitzt auf dem roten Stuhl im Park."
+
+
+def test_the_sentence_shown_is_the_one_with_a_crossing():
+    index, crossing = clearest_reordering([DIAGONAL, SWAPPED], [REFERENCE] * 2, min_chrf=0)
+    assert index == 1 and crossing is not None
+    i, k = crossing.steps
+    assert i < k and crossing.positions[0] > crossing.positions[1]
+
+
+def test_without_a_crossing_the_first_readable_sentence_is_shown():
+    short = translation("ein mann", [0, 1])  # 10 source tokens, but chrF rules it out
+    index, crossing = clearest_reordering([short, DIAGONAL], [REFERENCE] * 2)
+    assert (index, crossing) == (1, None)
+    assert clearest_reordering([DIAGONAL], [REFERENCE], min_tokens=11) == (0, None)
+
+
+def test_the_reading_names_the_crossing_and_what_the_hard_alignment_drops():
+    _, crossing = clearest_reordering([SWAPPED], [REFERENCE], min_chrf=0)
+    lines = read_alignment(SWAPPED, crossing)
+    assert lines[0] == f"EN: {' '.join(ENGLISH)}"
+    assert any(line.startswith("crossing: ") for line in lines)
+    assert "keeps 90% of a row's weight on average (from 90% to 90%)" in " ".join(lines)
+    assert lines[-1].endswith("none")  # every English word is some German word's arg max
+
+
+def test_one_to_many_and_unread_words_are_reported():
+    # "sits" read by two German words; "a" read by none
+    doubled = translation("mann sitzt gerade auf dem roten stuhl in dem park",
+                          [1, 2, 2, 3, 4, 5, 6, 7, 8, 9])
+    text = "\n".join(read_alignment(doubled))
+    assert "one-to-many: 'sitzt' + 'gerade' all read 'sits' most" in text
+    assert "English words no German word reads most: 'a'" in text
+    assert "100% of consecutive German words move forward" in text
+
+
+def test_bad_input_is_a_clear_error():
+    with pytest.raises(ValueError, match="one reference per output"):
+        clearest_reordering([DIAGONAL], [])
+    vanilla = Translation(ENGLISH, ["ein"], "ein", None)
+    with pytest.raises(ValueError, match="no attention"):
+        clearest_reordering([vanilla], [REFERENCE])
