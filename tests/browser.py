@@ -62,3 +62,15 @@ def screenshot_folder(tmp_path: Path) -> Path:
     folder = Path(os.environ.get("COURSE_SCREENSHOTS") or tmp_path)
     folder.mkdir(parents=True, exist_ok=True)
     return folder
+
+
+def typeset_equations(driver, timeout: float = 30) -> int:
+    """Wait until the page's MathJax has typeset its equations; return how many it typeset
+    (-1: MathJax is not loaded, -2: typesetting failed)."""
+    driver.set_script_timeout(timeout)
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "if (!window.MathJax || !MathJax.startup) { done(-1); return; }"
+        "MathJax.startup.promise.then("
+        "  () => done(document.querySelectorAll('mjx-container').length),"
+        "  () => done(-2));")

@@ -17,7 +17,8 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 import pytest
-from browser import headless_chromium, needs_chromium, screenshot_folder
+from browser import headless_chromium, needs_chromium, screenshot_folder, typeset_equations
+from course_site import built_site
 from helpers import ROOT
 
 from course_utils.tools import book
@@ -100,7 +101,7 @@ def markdown_math(notebook: Path) -> int:
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    return book.build_book(tmp_path_factory.mktemp("book") / "html", course=ROOT)
+    return built_site(tmp_path_factory)  # one build for this module and test_accessibility
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -260,13 +261,7 @@ def test_landing_page_and_notebook_3_in_a_browser(site, tmp_path):
                 "|| i.naturalWidth === 0).map(i => i.src)")
             assert not broken, broken
             if name == "site-notebook-3.png":  # typeset by the site's own MathJax, offline
-                driver.set_script_timeout(30)
-                typeset = driver.execute_async_script(
-                    "const done = arguments[arguments.length - 1];"
-                    "if (!window.MathJax || !MathJax.startup) { done(-1); return; }"
-                    "MathJax.startup.promise.then("
-                    "  () => done(document.querySelectorAll('mjx-container').length),"
-                    "  () => done(-2));")
+                typeset = typeset_equations(driver)
                 assert typeset >= markdown_math(ROOT / "notebooks" / "03_reversal_task.ipynb"), (
                     f"MathJax typeset {typeset} equations (-1: not loaded, -2: failed)")
             driver.save_screenshot(str(folder / name))
