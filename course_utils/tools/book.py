@@ -8,7 +8,8 @@ their pages), followed by the lecture notebooks, the exercises (student versions
 solutions (a section an instructor can leave out; their written answers in boxes rather than
 between marker lines) and the measurements in ``docs/``. Under each notebook with saved
 outputs, one line says what built them (its ``course.built_with`` record: the PyTorch and the
-device of the run, its scale and its date).
+device of the run, its scale and its date). Each figure's ``alt`` text is the description in
+its cell's metadata (:mod:`course_utils.tools.figures`).
 
 Command line (what ``python3 course.py book`` runs, once the ``book`` extra is installed)::
 
@@ -41,6 +42,7 @@ from course_utils.tools.exercise_format import BEGIN, END
 
 __all__ = [
     "BOOK_PACKAGES",
+    "NO_DESCRIPTION",
     "SECTIONS",
     "BookError",
     "Section",
@@ -73,6 +75,9 @@ SECTIONS = (
     Section("solutions", "Worked solutions (for instructors)", for_instructors=True),
     Section("docs", "Measurements", pattern="*.md"),
 )
+
+#: The ``alt`` of a figure whose cell has no description (:mod:`course_utils.tools.figures`).
+NO_DESCRIPTION = "A figure of this page; its text description is not written yet."
 
 #: A Markdown link or image: ``[text](target)``, ``![alt](target)``.
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
@@ -134,6 +139,9 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 # The committed outputs are shown as they are: no notebook runs for the site.
 nb_execution_mode = "off"
 nb_merge_streams = True
+# A figure's text alternative is its cell's description, metadata mystnb.image.alt (see
+# course_utils/tools/figures.py); a figure without one says so instead of its file name.
+nb_render_image_options = {{"alt": {no_alt!r}}}
 myst_enable_extensions = ["dollarmath", "amsmath"]
 myst_heading_anchors = 3
 # a notebook's first heading is its page title; later level-1 headings are not an error
@@ -166,7 +174,8 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
     if not any(p.endswith(".ipynb") for p in pages):
         raise BookError(f"no notebooks found in {course}: is this the course folder?")
     (src / "index.md").write_text(landing_page(readme, set(pages), toctrees), encoding="utf-8")
-    (src / "conf.py").write_text(CONF_PY.format(title=title), encoding="utf-8")
+    (src / "conf.py").write_text(CONF_PY.format(title=title, no_alt=NO_DESCRIPTION),
+                                 encoding="utf-8")
     return pages
 
 
