@@ -2,11 +2,11 @@
 
 Notebook 4 shows one heatmap of its attention model and reads it with the class. The sentence
 is chosen by a rule, so the reading stays true for whatever model a run produces:
-:func:`clearest_reordering` picks, among mostly-right translations of readable length, the one
-with the clearest crossing (:func:`course_utils.alignment.find_examples`); :func:`read_alignment`
-says in words what the heatmap shows (the near-diagonal, the crossing, one-to-many links)
-and what a hard alignment (one source word per output word, the row's arg max) keeps of the
-soft one and what it throws away.
+:func:`best_translated_reordering` picks, among translations of readable length with a
+confident crossing (:func:`course_utils.alignment.find_examples`), the one closest to its
+reference; :func:`read_alignment` says in words what the heatmap shows (the near-diagonal,
+the crossing, one-to-many links) and what a hard alignment (one source word per output word,
+the row's arg max) keeps of the soft one and what it throws away.
 """
 
 from __future__ import annotations
@@ -26,23 +26,25 @@ from course_utils.alignment import (
 )
 from course_utils.translation import Translation
 
-__all__ = ["clearest_reordering", "read_alignment"]
+__all__ = ["best_translated_reordering", "read_alignment"]
 
 
-def clearest_reordering(
+def best_translated_reordering(
     outputs: Sequence[Translation],
     references: Sequence[str],
     *,
     min_tokens: int = 8,
     max_tokens: int = 14,
-    min_chrf: float = 50.0,
 ) -> tuple[int, Example | None]:
-    """``(index into outputs, crossing)``: the mostly-right translation of ``min_tokens`` to
-    ``max_tokens`` source tokens whose crossing is clearest (punctuation steps ignored).
+    """``(index into outputs, crossing)``: among translations of ``min_tokens`` to
+    ``max_tokens`` source tokens with a confident crossing of two German content words (each
+    word's largest weight at least 0.5, at most 4 steps apart), the one closest to its
+    reference (sentence chrF against the lowercased reference), so that the reordering is
+    one German needs rather than a mistake. Function words and punctuation are left out:
+    their attention often looks ahead to the word they belong to.
 
-    "Mostly right" is a sentence chrF of at least ``min_chrf`` against the lowercased
-    reference. Without any crossing the crossing is ``None`` and the index is the first
-    readable translation (or 0 when no translation qualifies).
+    Without any crossing the crossing is ``None`` and the index is the readable translation
+    closest to its reference (or 0 when no translation has a readable length).
     """
     if len(outputs) != len(references):
         raise ValueError(f"need one reference per output; got {len(references)} references "
@@ -52,17 +54,19 @@ def clearest_reordering(
     if any(o.attention is None for o in outputs):
         raise ValueError("these translations have no attention (a vanilla seq2seq model)")
     readable = [i for i, o in enumerate(outputs)
-                if min_tokens <= len(o.source_tokens) <= max_tokens and o.output_tokens
-                and sacrebleu.sentence_chrf(o.text, [references[i].lower()]).score >= min_chrf]
+                if min_tokens <= len(o.source_tokens) <= max_tokens and o.output_tokens]
     if not readable:
         return 0, None
-    punctuation = [[word_class(w) == "punctuation" for w in outputs[i].output_tokens]
+    quality = {i: sacrebleu.sentence_chrf(outputs[i].text, [references[i].lower()]).score
+               for i in readable}
+    not_content = [[word_class(w) != "content" for w in outputs[i].output_tokens]
                    for i in readable]
-    found = find_examples([outputs[i].word_attention for i in readable], "reordering", k=1,
-                          exclude=punctuation)
+    found = find_examples([outputs[i].word_attention for i in readable], "reordering",
+                          k=len(readable), exclude=not_content)
     if not found:
-        return readable[0], None
-    return readable[found[0].index], found[0]
+        return max(readable, key=lambda i: (quality[i], -i)), None
+    best = max(found, key=lambda e: (quality[readable[e.index]], -e.index))
+    return readable[best.index], best
 
 
 def read_alignment(translation: Translation, crossing: Example | None = None) -> list[str]:

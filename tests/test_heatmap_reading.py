@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.heatmap_reading import clearest_reordering, read_alignment
+from course_utils.heatmap_reading import best_translated_reordering, read_alignment
 from course_utils.translation import Translation
 
 ENGLISH = "a man sits on the red chair in the park".split()  # 10 tokens
@@ -27,22 +27,28 @@ SWAPPED = translation("ein mann sitzt in dem park auf dem roten stuhl",
 REFERENCE = "Ein Mann sitzt auf dem roten Stuhl im Park."
 
 
-def test_the_sentence_shown_is_the_one_with_a_crossing():
-    index, crossing = clearest_reordering([DIAGONAL, SWAPPED], [REFERENCE] * 2, min_chrf=0)
-    assert index == 1 and crossing is not None
+# the same swap in a worse translation (a word wrong): the better one is shown
+SWAPPED_WORSE = translation("ein hund sitzt in dem park auf dem roten stuhl",
+                            [0, 1, 2, 7, 8, 9, 3, 4, 5, 6])
+
+
+def test_the_sentence_shown_is_the_best_translated_one_with_a_crossing():
+    outputs = [DIAGONAL, SWAPPED_WORSE, SWAPPED]
+    index, crossing = best_translated_reordering(outputs, [REFERENCE] * 3)
+    assert index == 2 and crossing is not None
     i, k = crossing.steps
     assert i < k and crossing.positions[0] > crossing.positions[1]
 
 
-def test_without_a_crossing_the_first_readable_sentence_is_shown():
-    short = translation("ein mann", [0, 1])  # 10 source tokens, but chrF rules it out
-    index, crossing = clearest_reordering([short, DIAGONAL], [REFERENCE] * 2)
+def test_without_a_crossing_the_best_translated_readable_sentence_is_shown():
+    worse = translation("ein hund sitzt auf dem roten stuhl in dem park", list(range(10)))
+    index, crossing = best_translated_reordering([worse, DIAGONAL], [REFERENCE] * 2)
     assert (index, crossing) == (1, None)
-    assert clearest_reordering([DIAGONAL], [REFERENCE], min_tokens=11) == (0, None)
+    assert best_translated_reordering([DIAGONAL], [REFERENCE], min_tokens=11) == (0, None)
 
 
 def test_the_reading_names_the_crossing_and_what_the_hard_alignment_drops():
-    _, crossing = clearest_reordering([SWAPPED], [REFERENCE], min_chrf=0)
+    _, crossing = best_translated_reordering([SWAPPED], [REFERENCE])
     lines = read_alignment(SWAPPED, crossing)
     assert lines[0] == f"EN: {' '.join(ENGLISH)}"
     assert any(line.startswith("crossing: ") for line in lines)
@@ -62,7 +68,7 @@ def test_one_to_many_and_unread_words_are_reported():
 
 def test_bad_input_is_a_clear_error():
     with pytest.raises(ValueError, match="one reference per output"):
-        clearest_reordering([DIAGONAL], [])
+        best_translated_reordering([DIAGONAL], [])
     vanilla = Translation(ENGLISH, ["ein"], "ein", None)
     with pytest.raises(ValueError, match="no attention"):
-        clearest_reordering([vanilla], [REFERENCE])
+        best_translated_reordering([vanilla], [REFERENCE])
