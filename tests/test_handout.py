@@ -59,14 +59,16 @@ def test_the_handout_holds_what_students_need_and_nothing_else(made):
     assert not [p for p in everything if p.suffix in (".pt", ".gz", ".pyc")]
     # the lecture notebooks as committed (outputs included), the package whole
     assert files_under(made / "notebooks") == {
-        p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")}
+        p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")} | {
+        "matplotlibrc": (ROOT / "notebooks" / "matplotlibrc").read_bytes()}
     assert files_under(made / "course_utils") == files_under(ROOT / "course_utils")
     assert os.access(made / "postBuild", os.X_OK)
 
 
 def test_the_exercises_are_exactly_the_generated_ones_without_outputs(made):
     assert files_under(made / "exercises") == {
-        p.name: p.read_bytes() for p in (ROOT / "exercises").glob("*.ipynb")}
+        p.name: p.read_bytes() for p in (ROOT / "exercises").glob("*.ipynb")} | {
+        "matplotlibrc": (ROOT / "exercises" / "matplotlibrc").read_bytes()}  # the course style
     for solution in SOLUTIONS:
         exercise = made / "exercises" / solution.name
         assert exercise.read_text(encoding="utf-8") == render_exercise(solution)

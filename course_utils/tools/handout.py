@@ -5,6 +5,7 @@ notes. A handout holds only what students need::
 
     notebooks/        the lecture notebooks, as committed (no runs, no checkpoints)
     exercises/        the student versions, as course-exercises generates them (no outputs)
+                      and the course's matplotlibrc (colour-blind-safe colours)
     course_utils/     the package the notebooks import (no caches)
     course.py, pyproject.toml, environment.yml, .gitignore, and Binder's postBuild
     README.md         generated for students: what is here, how to open it, how to hand in
@@ -50,6 +51,10 @@ COURSE = Path(__file__).resolve().parents[2]
 #: them (Binder builds ``environment.yml``, then runs ``postBuild``).
 FILES = ("course.py", "pyproject.toml", "environment.yml")
 OPTIONAL_FILES = (".gitignore", "postBuild", "apt.txt", "runtime.txt", "start")
+#: Copied into the handout's ``exercises/`` beside the notebooks: the course's matplotlib style
+#: (colour-blind-safe colours), which matplotlib reads from the folder a notebook runs in.
+#: ``notebooks/`` is copied whole, its copy included.
+EXERCISE_FILES = ("matplotlibrc",)
 #: The course's folders a handout is made from (OUT may not be inside one of them).
 COPIED = ("notebooks", "exercises", "course_utils", "solutions")
 #: Never copied from ``notebooks/`` or ``course_utils/``: runs, checkpoints, caches.
@@ -243,6 +248,9 @@ def _fill(work: Path, course: Path, *, site: bool, hand_in: str) -> None:
     (work / "exercises").mkdir()
     for solution in sorted((course / "solutions").glob("*.ipynb")):
         shutil.copy2(course / "exercises" / solution.name, work / "exercises" / solution.name)
+    for name in EXERCISE_FILES:
+        if (course / "exercises" / name).is_file():
+            shutil.copy2(course / "exercises" / name, work / "exercises" / name)
     for name in FILES + tuple(n for n in OPTIONAL_FILES if (course / n).is_file()):
         shutil.copy2(course / name, work / name)
     readme = (course / "README.md").read_text(encoding="utf-8")
