@@ -22,7 +22,8 @@ Small modules, one idea each, in the order the day meets them:
 - :mod:`course_utils.metrics`: exact match, accuracy by length, BLEU with bootstrap intervals
 - :mod:`course_utils.alignment`: reading attention as an alignment (monotonic, reordering,
   many-to-one, entropy) and finding examples of each
-- :mod:`course_utils.plotting`: attention heatmaps (one or a grid), weight bar charts, diagrams
+- :mod:`course_utils.plotting`: attention heatmaps (one or a grid), weight bar charts, and the
+  diagrams of :mod:`course_utils.diagrams`
 - :mod:`course_utils.explorer`: the interactive translation and attention explorer
 - :mod:`course_utils.checkpoints`: safe checkpoints, and the names of run folders and files
 - :mod:`course_utils.config`: ``COURSE_QUICK`` scale and device choice

@@ -121,12 +121,24 @@ def test_encoder_decoder_diagram_draws_both_directions_and_the_bridge():
     from course_utils.plotting import plot_encoder_decoder
 
     fig = plot_encoder_decoder(["a", "dog"], ["ein", "hund"], step=2)
+    ax = fig.axes[0]
     text = _texts(fig)
     for symbol in [r"\overrightarrow{h}_1", r"\overleftarrow{h}_2", "$s_0$", "$s_2$", "bridge",
-                   "<bos>", "hund"]:
+                   "<bos>", "hund", "$c_2$"]:
         assert symbol in text, symbol
-    # one attention line from s_1 to each of the two encoder states
-    assert len(fig.axes[0].lines) == 2
+    where = {t.get_text(): t.get_position() for t in ax.texts}
+    # one attention line from each h_j (both directions, outlined together) to c_2 ...
+    attention = [line for line in ax.lines if line.get_label() == "attention"]
+    assert len(attention) == 2
+    assert [line.get_xdata()[0] for line in attention] == [
+        where[r"$\overrightarrow{h}_1$"][0], where[r"$\overrightarrow{h}_2$"][0]]
+    # ... and c_2 sits under s_2, the state it enters
+    assert abs(where["$c_2$"][0] - where["$s_2$"][0]) < 0.3
+    # the bridge reads the forward GRU's last state h_fwd_T (here h_fwd_2): its path starts
+    # at that box's height, right of it
+    [bridge] = [line for line in ax.lines if line.get_label().startswith("bridge")]
+    assert bridge.get_ydata()[0] == where[r"$\overrightarrow{h}_2$"][1]
+    assert bridge.get_xdata()[0] > where[r"$\overrightarrow{h}_2$"][0]
     with pytest.raises(ValueError, match="step"):
         plot_encoder_decoder(["a"], ["ein"], step=2)
 
