@@ -80,7 +80,11 @@ def _labels_inches(labels: Sequence[str] | None, n: int, fontsize: float) -> flo
 
 
 def _wrap(title: str, fontsize: float, width: float) -> str:
-    """``title`` wrapped to ``width`` inches at ``fontsize``; the caller's line breaks kept."""
+    """``title`` wrapped to ``width`` inches at ``fontsize``; the caller's line breaks kept,
+    and a title with mathematics (``$...$``) left as written, since a break inside it would
+    not render."""
+    if "$" in title:
+        return title
     chars_per_inch = max(len(title), 1) / max(_text_inches(title.replace("\n", " "),
                                                            fontsize), 1e-6)
     chars = max(16, int(width * chars_per_inch * 0.95))

@@ -46,6 +46,8 @@ def test_heatmap_title_keeps_the_callers_line_breaks_and_wraps_long_lines():
     long = " ".join(["word"] * 30)  # a whole translation as the title
     lines = plot_attention(np.eye(3), title=long).axes[0].get_title().splitlines()
     assert len(lines) > 1 and " ".join(lines) == long
+    maths = "Energies " + " ".join([r"$e_{2j} + \alpha$"] * 12)  # never broken inside $...$
+    assert plot_weights([0.5, 0.5], title=maths).axes[0].get_title() == maths
 
 
 def test_heatmap_rejects_labels_of_the_wrong_length():
