@@ -169,8 +169,12 @@ def main(argv=None) -> int:
                    "**not shown**: the 95% interval includes 0 or lies below it.")
             )
         lines.append(
-            f"- CPU budget of 15 minutes for both models (half the 29.8 minutes of the "
-            f"configuration before the deep output layer): {total:.1f} minutes, "
+            f"- CPU budget of 15 minutes for both models (half the 29.8 minutes notebook 4 "
+            f"took in its own run of the configuration before the deep output layer, "
+            f"2026-11-22: shallow output layer at every target slot, no exact match; "
+            f"`bench_multi30k_budget.py`'s 'before', the same layer plus an exact-match "
+            f"decoding after every epoch, took 27.5 minutes in its run, docs/benchmarks.md): "
+            f"{total:.1f} minutes, "
             + ("reached." if total <= 15 else "**not reached**.")
         )
         lines.append("- GPU configuration (at least 35 BLEU on test_2016_flickr in at most 10 "
