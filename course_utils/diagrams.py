@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyBboxPatch
 from numpy.typing import ArrayLike
 
+from course_utils.colours import BLUE, GREEN, ORANGE, TINTS
 from course_utils.tensors import to_numpy
 
 __all__ = ["plot_decoding_step", "plot_encoder_decoder"]
@@ -29,7 +30,7 @@ GREY = "0.3"
 
 
 def _box(ax: Axes, x: float, y: float, text: str, *, width: float, height: float = 0.42,
-         color: str = "#e8eef7", fontsize: float = 10, edge: str = "0.35",
+         color: str = TINTS["blue"], fontsize: float = 10, edge: str = "0.35",
          linestyle: str = "-") -> None:
     """A rounded box centred on (x, y) with ``text`` in it."""
     ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height,
@@ -94,11 +95,11 @@ def plot_decoding_step(
     for j, x in enumerate(xs):
         ax.text(x, y_word, words[j], ha="center", va="center", fontsize=10)
         _arrow(ax, (x, y_word + 0.15), (x, y_h - 0.21))
-        _box(ax, x, y_h, f"$h_{j + 1}$", width=box, color="#dbe9d6")
+        _box(ax, x, y_h, f"$h_{j + 1}$", width=box, color=TINTS["green"])
         _arrow(ax, (x - 0.1, y_h + 0.21), (x - 0.1, y_e - 0.21))  # h_j -> e_ij
-        _box(ax, x, y_e, f"$e_{{i{j + 1}}}$", width=box, color="#f3e3d3")
+        _box(ax, x, y_e, f"$e_{{i{j + 1}}}$", width=box, color=TINTS["orange"])
         height = bar_max * alpha[j]
-        ax.add_patch(plt.Rectangle((x - 0.15, y_bar), 0.3, height, color="tab:orange",
+        ax.add_patch(plt.Rectangle((x - 0.15, y_bar), 0.3, height, color=ORANGE,
                                    alpha=0.85))
         ax.text(x, y_bar + height + 0.04, f"{alpha[j]:.2f}", ha="center", va="bottom",
                 fontsize=9)
@@ -114,33 +115,33 @@ def plot_decoding_step(
 
     # the query s_(i-1): a dashed line under the energies, an arrow up into each of them
     x_query, y_query = 5.55, 1.6
-    _box(ax, x_query, y_query, "$s_{i-1}$", width=0.75, color="#dde3f3")
-    ax.plot([xs[0] + 0.12, x_query - 0.375], [y_query, y_query], color="tab:blue", lw=1.0,
+    _box(ax, x_query, y_query, "$s_{i-1}$", width=0.75, color=TINTS["blue"])
+    ax.plot([xs[0] + 0.12, x_query - 0.375], [y_query, y_query], color=BLUE, lw=1.0,
             ls="--")
     for x in xs:
-        _arrow(ax, (x + 0.12, y_query), (x + 0.12, y_e - 0.21), color="tab:blue", lw=1.0)
+        _arrow(ax, (x + 0.12, y_query), (x + 0.12, y_e - 0.21), color=BLUE, lw=1.0)
     ax.text(x_query, y_query - 0.3, "query: the state\nbefore step $i$", ha="center",
-            va="top", fontsize=9, color="tab:blue")
+            va="top", fontsize=9, color=BLUE)
 
     # the context: an arrow from each weighted h_j, as thick as its weight
     x_c, y_c = (xs[0] + xs[-1]) / 2, 4.45
     _box(ax, x_c, y_c, r"$c_i = \sum_j \alpha_{ij} h_j$", width=1.7, height=0.5,
-         color="#dbe9d6")
+         color=TINTS["green"])
     for j, x in enumerate(xs):
         top = y_bar + bar_max * alpha[j] + 0.25  # above the printed weight
         end = (x_c + (x - x_c) * 0.4, y_c - 0.25)
-        _arrow(ax, (x, top), end, lw=0.4 + 4.0 * alpha[j], color="tab:green")
+        _arrow(ax, (x, top), end, lw=0.4 + 4.0 * alpha[j], color=GREEN)
 
     # the decoder: the GRU reads s_(i-1), y_(i-1) and c_i; the deep output s_i, c_i, y_(i-1)
     x_gru, y_gru, w_gru = 6.3, 4.45, 2.15
     x_prev, x_out, y_out = 7.45, 6.45, 5.55
     _box(ax, x_gru, y_gru, "GRU\n$s_i = f(s_{i-1}, y_{i-1}, c_i)$", width=w_gru, height=0.6,
-         color="#dde3f3")
+         color=TINTS["blue"])
     _box(ax, x_prev, y_query, "$y_{i-1}$", width=0.6, color="#f0f0f0")
     ax.text(x_prev, y_query - 0.3, "previous\nword", ha="center", va="top", fontsize=9,
             color=GREY)
     _box(ax, x_out, y_out, "deep output: maxout,\nthen $W_o$ → $p(y_i)$", width=2.6,
-         height=0.6, color="#f3e3d3")
+         height=0.6, color=TINTS["orange"])
     _arrow(ax, (x_query, y_query + 0.21), (x_query, y_gru - 0.3))  # s_(i-1) -> GRU
     _arrow(ax, (x_prev - 0.15, y_query + 0.21), (x_prev - 0.15, y_gru - 0.3))  # y -> GRU
     _arrow(ax, (x_prev + 0.2, y_query + 0.21), (x_prev + 0.2, y_out - 0.3))  # y -> output
@@ -194,11 +195,11 @@ def plot_encoder_decoder(
     for j, x in enumerate(xs):
         ax.text(x, y_word, source[j], ha="center", va="center", fontsize=10)
         _arrow(ax, (x, y_word + 0.15), (x, y_fwd - 0.21))
-        _box(ax, x, y_fwd, rf"$\overrightarrow{{h}}_{j + 1}$", width=box, color="#dbe9d6")
-        _box(ax, x, y_bwd, rf"$\overleftarrow{{h}}_{j + 1}$", width=box, color="#dbe9d6")
+        _box(ax, x, y_fwd, rf"$\overrightarrow{{h}}_{j + 1}$", width=box, color=TINTS["green"])
+        _box(ax, x, y_bwd, rf"$\overleftarrow{{h}}_{j + 1}$", width=box, color=TINTS["green"])
         # h_j: the two directions' states, outlined together
         _box(ax, x, (y_fwd + y_bwd) / 2, "", width=box + 0.1, height=1.2, color="none",
-             edge="tab:green", linestyle="--")
+             edge=GREEN, linestyle="--")
     for a, b in zip(xs, xs[1:]):
         _arrow(ax, (a + box / 2, y_fwd), (b - box / 2, y_fwd))
         _arrow(ax, (b - box / 2, y_bwd), (a + box / 2, y_bwd))
@@ -206,14 +207,14 @@ def plot_encoder_decoder(
     ax.text(label_x, y_fwd, "forward GRU", ha="left", va="center", fontsize=9, color=GREY)
     ax.text(label_x, y_bwd, "backward GRU", ha="left", va="center", fontsize=9, color=GREY)
     ax.text(label_x, 0.55, r"$h_j = [\overrightarrow{h}_j; \overleftarrow{h}_j]$ (outlined)",
-            ha="left", va="center", fontsize=9, color="tab:green")
+            ha="left", va="center", fontsize=9, color=GREEN)
 
     # decoder states along the top, s_0 above the bridge at the left
     x_bridge, y_bridge, y_s = 0.6, 2.55, 4.0
     dgap = min(1.2, (WIDTH - 0.5 - x_bridge) / m)
     ds = [x_bridge + dgap * i for i in range(m + 1)]  # s_0, s_1, ..., s_m
     for i, x in enumerate(ds):
-        _box(ax, x, y_s, f"$s_{i}$", width=0.6, color="#dde3f3")
+        _box(ax, x, y_s, f"$s_{i}$", width=0.6, color=TINTS["blue"])
         if not i:
             continue
         _arrow(ax, (ds[i - 1] + 0.3, y_s), (x - 0.3, y_s))
@@ -238,16 +239,16 @@ def plot_encoder_decoder(
 
     # step `step`: s_(step-1) queries, every h_j is read, c_step enters s_step
     x_c, y_c = ds[step] + 0.15, 2.9
-    _box(ax, x_c, y_c, f"$c_{step}$", width=0.5, height=0.38, fontsize=10, color="#fbe3c8")
-    _arrow(ax, (x_c, y_c + 0.19), (x_c, y_s - 0.21), color="tab:orange")
-    _arrow(ax, (ds[step - 1] + 0.3, y_s - 0.12), (x_c - 0.25, y_c + 0.05), color="tab:orange",
+    _box(ax, x_c, y_c, f"$c_{step}$", width=0.5, height=0.38, fontsize=10, color=TINTS["orange"])
+    _arrow(ax, (x_c, y_c + 0.19), (x_c, y_s - 0.21), color=ORANGE)
+    _arrow(ax, (ds[step - 1] + 0.3, y_s - 0.12), (x_c - 0.25, y_c + 0.05), color=ORANGE,
            linestyle="--", lw=1.0)
     for x in xs:
         ax.plot([x, x_c + 0.2 * np.sign(x - x_c)], [y_bwd + 0.25, y_c - 0.19],
-                color="tab:orange", lw=1.0, alpha=0.9, label="attention")
+                color=ORANGE, lw=1.0, alpha=0.9, label="attention")
     ax.text(WIDTH - 0.05, 4.95, f"step {step}: $s_{{{step - 1}}}$ queries every $h_j$; the "
             f"context $c_{step}$ enters $s_{step}$, which writes “{target[step - 1]}”",
-            ha="right", va="center", fontsize=9, color="tab:orange")
+            ha="right", va="center", fontsize=9, color=ORANGE)
     ax.set_xlim(0.0, WIDTH)
     ax.set_ylim(-0.05, 5.1)
     ax.axis("off")

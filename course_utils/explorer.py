@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import io
 import os
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
@@ -22,7 +23,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from course_utils.config import quick_mode
-from course_utils.plotting import plot_attention, plot_weights
+from course_utils.plotting import NOTEBOOK_WIDTH, plot_attention, plot_weights
 from course_utils.tensors import to_numpy
 
 if TYPE_CHECKING:
@@ -83,15 +84,16 @@ def plot_decoding(translation: Translation, step: int | None = None) -> Figure:
     if not 0 <= step < rows:
         raise ValueError(f"step must be in [0, {rows - 1}]; got {step}")
     src_len = weights.shape[1]
-    width = min(3.0 + 0.42 * src_len, 18.0)
-    height = min(2.0 + 0.42 * rows, 14.0) + 2.6
+    width = min(3.0 + 0.42 * src_len, NOTEBOOK_WIDTH)  # wider would shrink its text
+    cell = (width - 3.0) / src_len  # inches per token, the same across and down
+    height = min(2.0 + cell * rows, 14.0) + 2.6
     fig, (top, bottom) = plt.subplots(
         2, 1, figsize=(width, height), layout="constrained",
         gridspec_kw={"height_ratios": [max(rows, 3), 4]})
     labels = translation.row_labels
     plot_attention(weights, translation.source_tokens, labels, ax=top, mark_alignment=True,
                    highlight_rows=[step], annotate=False,
-                   title=f"“{translation.text}”")
+                   title=textwrap.fill(f"“{translation.text}”", int(width * 9)))
     plot_weights(weights[step], translation.source_tokens, ax=bottom, annotate=src_len <= 16,
                  title=f"step {step + 1}: “{labels[step]}” reads these English words")
     bottom.tick_params(axis="x", labelrotation=90 if src_len > 10 else 0)

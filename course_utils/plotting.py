@@ -29,6 +29,7 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 from numpy.typing import ArrayLike
 
+from course_utils.colours import BLUE, ORANGE, VERMILLION
 from course_utils.diagrams import plot_decoding_step, plot_encoder_decoder
 from course_utils.tensors import to_numpy
 
@@ -195,10 +196,10 @@ def plot_attention(
         ax.scatter(weights.argmax(axis=1) + dx, rows + dy, s=14, c="white",
                    edgecolors="black", linewidths=0.6, zorder=3, label="hard alignment")
     for row in highlight_rows:
-        ax.add_patch(plt.Rectangle((0, row), src_len, 1, fill=False, edgecolor="tab:red",
+        ax.add_patch(plt.Rectangle((0, row), src_len, 1, fill=False, edgecolor=VERMILLION,
                                    linewidth=2.0, zorder=4))
     for row, column in highlight_cells:
-        ax.add_patch(plt.Rectangle((column, row), 1, 1, fill=False, edgecolor="tab:red",
+        ax.add_patch(plt.Rectangle((column, row), 1, 1, fill=False, edgecolor=VERMILLION,
                                    linewidth=2.0, zorder=4))
     ax.set_xlabel("source position j")
     ax.set_ylabel("output step i")
@@ -355,9 +356,9 @@ def plot_weights(
         fig, ax = plt.subplots(figsize=(min(NOTEBOOK_WIDTH, 1.0 + 0.6 * len(values)), 3.2),
                                layout="constrained")
     fig = cast(Figure, ax.figure)
-    colors = ["tab:blue"] * len(values)
+    colors = [BLUE] * len(values)
     if highlight_max and len(values):
-        colors[int(np.argmax(values))] = "tab:orange"
+        colors[int(np.argmax(values))] = ORANGE
     bars = ax.bar(range(len(values)), values, color=colors)
     ax.set_xticks(range(len(values)), labels)
     # inches per bar, from the axes' share of the figure

@@ -177,8 +177,6 @@ def from_the_palette(colour: tuple[float, float, float], palette: list[str]) -> 
     return False
 
 
-@pytest.mark.xfail(strict=False, reason="course_utils/plotting.py's colours are moving to the "
-                   "course palette (its owner makes the edits)")
 def test_the_plotting_helpers_draw_in_the_course_palette():
     from course_utils import plotting
 
