@@ -1,0 +1,64 @@
+"""The day's times are said in three places, and they must agree: each notebook's header, the
+README (its table of contents and its day plan), and ``docs/day_plan.md``, which
+``benchmarks/day_plan.py`` writes from the measurements in ``docs/day_plan.json``."""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import day_plan  # noqa: E402
+
+RECORD = json.loads((ROOT / "docs" / "day_plan.json").read_text())
+
+
+def _timed(path: str) -> day_plan.Timed:
+    entry = RECORD[path]
+    return day_plan.Timed(path, [day_plan.Section(**s) for s in entry["sections"]],
+                          entry["wall_seconds"])
+
+
+def test_every_notebook_of_the_day_is_timed():
+    assert sorted(RECORD) == sorted(day_plan.NOTEBOOKS)
+
+
+@pytest.mark.parametrize("path", day_plan.NOTEBOOKS)
+def test_a_notebooks_header_states_its_measured_time(path):
+    minutes = round(_timed(path).minutes)
+    header = nbformat.read(ROOT / path, as_version=4).cells[0].source
+    stated = re.search(r"\*\*Time:\*\* about (\d+) minutes", header)
+    assert stated, f"{path}: the first cell says no '**Time:** about N minutes'"
+    assert abs(int(stated.group(1)) - minutes) <= 1, (
+        f"{path}'s header says {stated.group(1)} minutes; docs/day_plan.json gives {minutes}")
+
+
+@pytest.mark.parametrize("path", day_plan.NOTEBOOKS)
+def test_the_readme_table_of_contents_states_the_same_time(path):
+    timed = _timed(path)
+    row = next(line for line in (ROOT / "README.md").read_text().splitlines()
+               if line.startswith("|") and Path(path).name in line
+               and ("notebooks/" in path or "exercises/" in line))
+    times = [int(t) for t in re.findall(r"(\d+) min\b", row.split("|")[-3])]
+    assert times and abs(times[0] - round(timed.minutes)) <= 1, (
+        f"README says {times[:1]} min for {path}; docs/day_plan.json gives {timed.minutes:.0f}")
+    if path not in day_plan.HOMEWORK:
+        assert f"core {round(timed.core_minutes)}" in row or times[0] == round(timed.core_minutes)
+
+
+def test_the_readme_day_plan_ends_where_its_rows_add_up_and_names_the_total():
+    readme = (ROOT / "README.md").read_text()
+    plan = readme[readme.index("## Day plan"):readme.index("## Table of contents")]
+    rows = re.findall(r"^\| (\d+):(\d\d) \|[^\n]*\| (\d+) min \|$", plan, re.M)
+    end = re.search(r"^\| (\d+):(\d\d) \| \| \| end of the core path", plan, re.M)
+    assert rows and end
+    clock = [60 * int(h) + int(m) for h, m, _ in rows] + [60 * int(end[1]) + int(end[2])]
+    for (start, stop), (_, _, minutes) in zip(zip(clock, clock[1:]), rows):
+        assert stop - start == int(minutes), f"a row of {minutes} min takes {stop - start}"
+    core = sum(_timed(p).core_minutes for p in day_plan.NOTEBOOKS)
+    assert f"core sections at {round(core)} minutes" in plan
