@@ -81,6 +81,17 @@ def test_outputs_and_counts_are_cleared():
     assert student.metadata.get("course") is None
 
 
+def test_a_figures_description_of_the_worked_run_is_not_copied_to_students():
+    # the description says what the solution's run drew: its translations, its numbers
+    drawn = new_code_cell("### BEGIN SOLUTION\nplot()\n### END SOLUTION")
+    drawn.metadata["mystnb"] = {"image": {"alt": "Heatmap: kleiner reads young and boy."}}
+    sized = new_code_cell("### BEGIN SOLUTION\nplot()\n### END SOLUTION")
+    sized.metadata["mystnb"] = {"image": {"alt": "A figure.", "width": "80%"}}
+    student = strip_solutions(notebook(drawn, sized))
+    assert "mystnb" not in student.cells[0].metadata
+    assert student.cells[1].metadata["mystnb"] == {"image": {"width": "80%"}}
+
+
 def test_the_solutions_build_record_is_not_copied_but_other_course_metadata_is():
     solution = notebook(new_code_cell("### BEGIN SOLUTION\nx = 1\n### END SOLUTION"))
     solution.metadata["course"] = {"built_with": {"torch": "2.13.0+cpu"}}

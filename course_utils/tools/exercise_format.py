@@ -127,6 +127,14 @@ def strip_solutions(
             regions = 0
         for key in ("execution", "collapsed", "scrolled"):
             cell.metadata.pop(key, None)
+        # a figure's description tells what the worked run drew (its translations, its
+        # numbers); the student's copy has no figure yet, and the description could give answers
+        image = cell.metadata.get("mystnb", {}).get("image", {})
+        image.pop("alt", None)
+        if "mystnb" in cell.metadata and not image:
+            cell.metadata["mystnb"].pop("image", None)
+        if cell.metadata.get("mystnb") == {}:
+            cell.metadata.pop("mystnb")
         total += regions
     if total == 0:
         raise ExerciseFormatError(f"{name}: no {BEGIN!r} regions found; nothing to hide")
