@@ -296,27 +296,6 @@ def _committed_pngs():
                         yield f"{folder}/{path.name}", cell.get("id"), width
 
 
-# (notebook, cell id): figures committed wider than a notebook before issue 28's figure check,
-# in notebooks whose figures are drawn by their own code (not the plotting helpers). A figure
-# listed here is still shrunk when shown; fix its size, re-run, and remove it from the list.
-# The diagrams of notebooks 1 and 3 come from course_utils.diagrams, now 8 inches wide: they
-# leave the list when those notebooks are re-run.
-KNOWN_WIDE = {
-    ("notebooks/01_bottleneck_and_attention_by_hand.ipynb", cell)
-    for cell in ("c005", "51d25053", "c031")
-} | {
-    ("notebooks/02_bahdanau_attention_in_pytorch.ipynb", cell) for cell in ("c020", "c027")
-} | {
-    ("notebooks/03_reversal_task.ipynb", cell)
-    for cell in ("d75a2a9a", "9eaa4d99", "c012", "c014", "c019", "c022")
-} | {
-    ("notebooks/06_additive_vs_dot_product.ipynb", cell)
-    for cell in ("84ae750c", "76fb76e9", "d0d7e62f", "92faa730", "3d1e5315")
-} | {
-    ("solutions/E10.3-reading-attention-heatmaps.ipynb", cell)
-    for cell in ("c003", "c018", "c023", "c031")
-} | {("solutions/E10.4-dot-and-general-scores.ipynb", "f8de1afe")}
-
 # bbox_inches="tight" pads a figure by 0.1 inch a side
 MAX_PIXELS = round((NOTEBOOK_WIDTH + 0.2) * 100) + 1
 
@@ -327,8 +306,6 @@ def test_committed_figures_fit_a_notebooks_width():
         key = (notebook, cell)
         widths[key] = max(width, widths.get(key, 0))
     too_wide = {key: w for key, w in widths.items() if w > MAX_PIXELS}
-    new = {key: w for key, w in too_wide.items() if key not in KNOWN_WIDE}
-    fixed = sorted(key for key in KNOWN_WIDE if key in widths and key not in too_wide)
-    assert not new, f"figures wider than {MAX_PIXELS} px (text shrinks below 9 pt): {new}"
-    assert not fixed, f"these figures fit now: remove them from KNOWN_WIDE: {fixed}"
+    # a wider figure is shrunk to the notebook's width when shown, and its text with it
+    assert not too_wide, f"figures wider than {MAX_PIXELS} px (text shrinks below 9 pt): {too_wide}"
     assert all(width >= 400 for width in widths.values()), "a figure under 400 px wide"
