@@ -1,6 +1,6 @@
 r"""The day plan's times: each notebook run top to bottom, section by section, plus reading time.
 
-    MULTI30K_DIR=... python benchmarks/day_plan.py        # ~17 minutes on a 2-core CPU
+    MULTI30K_DIR=... python benchmarks/day_plan.py        # ~40 minutes on a 2-core CPU
     python benchmarks/day_plan.py --quick --out /tmp/plan.md   # seconds, smoke-test scale
 
 Every lecture notebook and worked solution runs in a fresh kernel in its real configuration

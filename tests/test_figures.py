@@ -44,7 +44,6 @@ def figure_cell(source: str = "plot()") -> nbformat.NotebookNode:
     return cell
 
 
-@pytest.mark.xfail(strict=False, reason="descriptions are being written")
 @pytest.mark.parametrize("notebook", DESCRIBED, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_every_figure_has_a_description_of_what_it_shows(notebook):
     problems = [f"cell {f.cell}: {f.problem}" for f in figures(notebook) if f.problem]
