@@ -459,3 +459,35 @@ def test_the_stress_benchmark_grades_solutions_and_untouched_exercises(tmp_path)
     assert "10,000 submissions per exercise" in text
     record = json.loads((tmp_path / "grading_stress.json").read_text())
     assert [run["exercises"]["E10.1"]["full_marks"] for run in record.values()] == [2]
+
+
+def test_ctrl_c_while_a_worker_starts_kills_that_worker_too(tmp_path, monkeypatch):
+    # Ctrl-C lands between a worker's start and its registration: stop_all cannot see it, so
+    # grade_one itself must stop it, not leave it running until its time limit
+    from course_utils.tools.grading import supervise
+    from course_utils.tools.grading.limits import GradingLimits
+
+    started = []
+
+    def start_then_interrupt(command, folder, limits, threads):
+        read_end, write_end = os.pipe()
+        process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                   stdin=subprocess.PIPE, start_new_session=True)
+        os.close(write_end)
+        started.append(process)
+        supervise.stop_all()  # the Ctrl-C, before grade_one has registered the worker
+        return process, read_end, None
+
+    monkeypatch.setattr(supervise, "_start", start_then_interrupt)
+    notebook = tmp_path / "a.ipynb"
+    nbformat.write(solution_with("x = 1"), notebook)
+    begin = time.perf_counter()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            supervise.grade_one(notebook, "E10.1", GradingLimits(120, 600))
+        assert time.perf_counter() - begin < 10
+        assert started[0].wait(timeout=10) is not None  # killed, not left to sleep
+    finally:
+        supervise.clear_stop()
+        for process in started:
+            process.kill()

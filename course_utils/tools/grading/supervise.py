@@ -78,14 +78,18 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
         shutil.copyfile(path, copy)
         process, read_end, cgroup = _start(
             worker_command(copy, exercise_id, limits, sandbox, hide), folder, limits, threads)
+        with _running_lock:
+            _running.add(process)
+        if _stopping.is_set():  # Ctrl-C came while it started: stop_all may not have seen it
+            _clean_up(process, cgroup)
+            os.close(read_end)
+            raise KeyboardInterrupt
         seed = secrets.randbits(62)  # this run's fresh inputs, told to the worker alone
         _tell_seed(process, seed)
         chunks: list[bytes] = []
         reader = threading.Thread(target=drain, args=(read_end, chunks, REPORT_BYTES),
                                   daemon=True)
         reader.start()
-        with _running_lock:
-            _running.add(process)
         oom_kills = 0
         try:
             process.wait(timeout=limits.total_seconds)
