@@ -30,6 +30,7 @@ import nbformat
 
 from course_utils.files import write_text_atomically
 from course_utils.tools.execute import drop_build_record
+from course_utils.tools.figures import drop_figure_alt
 
 __all__ = [
     "ANSWER_STUB",
@@ -129,12 +130,7 @@ def strip_solutions(
             cell.metadata.pop(key, None)
         # a figure's description tells what the worked run drew (its translations, its
         # numbers); the student's copy has no figure yet, and the description could give answers
-        image = cell.metadata.get("mystnb", {}).get("image", {})
-        image.pop("alt", None)
-        if "mystnb" in cell.metadata and not image:
-            cell.metadata["mystnb"].pop("image", None)
-        if cell.metadata.get("mystnb") == {}:
-            cell.metadata.pop("mystnb")
+        drop_figure_alt(cell)
         total += regions
     if total == 0:
         raise ExerciseFormatError(f"{name}: no {BEGIN!r} regions found; nothing to hide")

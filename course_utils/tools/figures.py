@@ -34,8 +34,8 @@ from typing import Any
 
 import nbformat
 
-__all__ = ["ALT_KEYS", "MIN_WORDS", "Figure", "alt_problem", "figure_alt", "figures", "main",
-           "set_figure_alt"]
+__all__ = ["ALT_KEYS", "MIN_WORDS", "Figure", "alt_problem", "drop_figure_alt", "figure_alt",
+           "figures", "main", "set_figure_alt"]
 
 #: Where a cell's description sits in its metadata: ``metadata["mystnb"]["image"]["alt"]``.
 ALT_KEYS = ("mystnb", "image", "alt")
@@ -103,6 +103,18 @@ def set_figure_alt(cell: Any, text: str) -> None:
                          f"{MIN_WORDS} words; got {problem}")
     options = cell.setdefault("metadata", {}).setdefault(ALT_KEYS[0], {})
     options.setdefault(ALT_KEYS[1], {})[ALT_KEYS[2]] = text.strip()
+
+
+def drop_figure_alt(cell: Any) -> None:
+    """Remove the cell's description, and the metadata it leaves empty (other options stay)."""
+    metadata = cell.get("metadata", {})
+    options = metadata.get(ALT_KEYS[0], {})
+    image = options.get(ALT_KEYS[1], {})
+    image.pop(ALT_KEYS[2], None)
+    if ALT_KEYS[1] in options and not image:
+        del options[ALT_KEYS[1]]
+    if ALT_KEYS[0] in metadata and not options:
+        del metadata[ALT_KEYS[0]]
 
 
 def figures(path: str | Path) -> list[Figure]:
