@@ -132,6 +132,11 @@ class Timed:
     def minutes(self) -> float:
         return sum(s.minutes for s in self.sections)
 
+    @classmethod
+    def from_record(cls, path: str, entry: dict) -> Timed:
+        """A notebook's measurements as ``docs/day_plan.json`` keeps them."""
+        return cls(path, [Section(**x) for x in entry["sections"]], entry["wall_seconds"])
+
     def is_extension(self, section: Section) -> bool:
         return (self.path in HOMEWORK or "(extension)" in section.title
                 or section.title.startswith(EXTENSION.get(self.path, ())))
@@ -286,8 +291,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"(computing {sum(run.cell_seconds) / 60:.1f} min)", flush=True)
         record.write_text(json.dumps(saved, indent=1) + "\n")
     order = [p for p in NOTEBOOKS if p in saved] + [p for p in saved if p not in NOTEBOOKS]
-    timed = [Timed(p, [Section(**x) for x in saved[p]["sections"]], saved[p]["wall_seconds"])
-             for p in order]
+    timed = [Timed.from_record(p, saved[p]) for p in order]
     dates = sorted({saved[p]["measured"] for p in order})
     quick = any(saved[p]["quick"] for p in order)
     update_section(args.out, "day-plan", report(timed, quick, ", ".join(dates)))

@@ -19,9 +19,7 @@ RECORD = json.loads((ROOT / "docs" / "day_plan.json").read_text())
 
 
 def _timed(path: str) -> day_plan.Timed:
-    entry = RECORD[path]
-    return day_plan.Timed(path, [day_plan.Section(**s) for s in entry["sections"]],
-                          entry["wall_seconds"])
+    return day_plan.Timed.from_record(path, RECORD[path])
 
 
 def test_every_notebook_of_the_day_is_timed():
