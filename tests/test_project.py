@@ -28,14 +28,10 @@ def split_requirement(text: str) -> tuple[str, str]:
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
-def pyproject_dependencies(extras: bool = False) -> dict[str, str]:
-    """The dependencies, and with ``extras`` those of every optional extra (``[book]``) too."""
+def pyproject_dependencies() -> dict[str, str]:
+    """The dependencies: what the notebooks need (the extras are not among them)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    requirements = list(project["dependencies"])
-    if extras:
-        for listed in project.get("optional-dependencies", {}).values():
-            requirements += listed
-    return dict(split_requirement(r) for r in requirements)
+    return dict(split_requirement(r) for r in project["dependencies"])
 
 
 def conda_dependencies() -> dict[str, str]:
@@ -55,13 +51,24 @@ def conda_dependencies() -> dict[str, str]:
 
 
 def test_environment_yml_and_pyproject_list_the_same_dependencies():
-    # the conda environment has the extras too: conda users install them from conda-forge
-    pip, conda = pyproject_dependencies(extras=True), conda_dependencies()
+    # the conda environment is the students' (and Binder's): what the notebooks need; the test
+    # and book extras come from PyPI when course.py test / book --no-venv need them
+    pip, conda = pyproject_dependencies(), conda_dependencies()
     assert set(pip) == set(conda), (
         f"only in pyproject.toml: {sorted(set(pip) - set(conda))}; "
         f"only in environment.yml: {sorted(set(conda) - set(pip))}"
     )
     assert pip == conda, "version bounds differ"
+
+
+def test_the_extras_are_not_in_the_students_environment():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    assert set(extras) == {"test", "book"}
+    for name, listed in extras.items():
+        found = set(dict(split_requirement(r) for r in listed)) & (
+            set(conda_dependencies()) | set(pyproject_dependencies()))
+        assert not found, f"the {name} extra's {sorted(found)} would be installed for students"
 
 
 def test_python_versions_agree():
