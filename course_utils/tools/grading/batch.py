@@ -1,7 +1,9 @@
 """Grading a folder (:func:`grade_folder`): the submissions found (:mod:`.intake`), those
 unchanged since the last run reused (:mod:`.cache`), the others graded a few at once
 (:func:`.supervise.grade_one`), and then, only if the batch ran to its end, the gradebook,
-feedback, histogram, class report and record written (:func:`.shards.write_outputs`)."""
+feedback, histogram, class report and record written (:func:`.shards.write_outputs`). Stopped
+by Ctrl-C or SIGTERM (:mod:`.stopping`), it kills the running workers, waits for each to remove
+its temporary folder and memory cgroup, and writes nothing."""
 
 from __future__ import annotations
 
@@ -11,9 +13,16 @@ from pathlib import Path
 from course_utils.checks import get_exercise
 from course_utils.tools.grading.cache import cache_key, reused, store, submission_digest
 from course_utils.tools.grading.intake import collect
-from course_utils.tools.grading.limits import DEFAULT_LIMITS, GradingLimits, kernel_threads
+from course_utils.tools.grading.limits import (
+    DEFAULT_LIMITS,
+    GradingLimits,
+    Protection,
+    kernel_threads,
+    memory_enforcement,
+)
+from course_utils.tools.grading.limits import calibrate as calibrate_now
 from course_utils.tools.grading.results import GradeResult, cut
-from course_utils.tools.grading.shards import in_shard, write_outputs
+from course_utils.tools.grading.shards import Conditions, in_shard, write_outputs
 from course_utils.tools.grading.supervise import clear_stop, grade_one, hidden_folders, stop_all
 
 __all__ = ["grade_folder"]
@@ -31,14 +40,19 @@ def grade_folder(
     progress: bool = True,
     sandbox: str | None = None,
     shard: tuple[int, int] | None = None,
+    calibrate: bool = False,
 ) -> list[GradeResult]:
     """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
 
     ``shard=(K, N)`` grades only the K-th of N shares of the folder (:mod:`.shards`; merge the
     N output folders with :func:`.shards.merge`).
-    ``sandbox``: ``"unshare"`` (see :mod:`course_utils.tools.grading.sandbox`) or ``None``. On
-    Ctrl-C the running workers are killed, nothing new starts, and nothing is written: the earlier
-    gradebook stays as it was.
+    ``sandbox``: ``"unshare"`` (see :mod:`course_utils.tools.grading.sandbox`) or ``None``.
+    ``calibrate``: the time limits in ``limits`` are a quiet machine's, stretched by how busy
+    this one is now (:func:`.limits.calibrate`, once the arguments are found good); otherwise
+    they apply as given. The record (``results.json``) keeps both, and the sandbox and memory
+    enforcement the run had.
+    On Ctrl-C (or SIGTERM within :func:`.stopping.on_signals`) the running workers are killed,
+    nothing new starts, and nothing is written: the earlier gradebook stays as it was.
     """
     get_exercise(exercise_id)  # an unknown id is an error before anything runs
     submissions, out = Path(submissions), Path(out)
@@ -53,12 +67,15 @@ def grade_folder(
     cache.mkdir(parents=True, exist_ok=True)
     key = cache_key()
     hide = hidden_folders(submissions, out) if sandbox else None
+    protection = Protection(sandbox or "none", memory_enforcement(limits.memory_mb))
+    calibration = calibrate_now() if calibrate else None
+    applied = limits.scaled(calibration.factor) if calibration else limits
 
     results: dict[str, GradeResult] = {}
     to_grade: list[tuple[str, Path, str]] = []
     for student in mine:
         path = intake.submissions[student]
-        digest = submission_digest(path, exercise_id, limits, sandbox)
+        digest = submission_digest(path, exercise_id, limits, protection)
         forced = only is not None and student in only
         earlier = reused(cache / f"{student}.json", digest, key) if reuse and not forced \
             else None
@@ -73,7 +90,7 @@ def grade_folder(
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     threads = kernel_threads(min(jobs, len(to_grade)))
     try:
-        futures = {pool.submit(grade_one, path, exercise_id, limits, sandbox, hide, threads):
+        futures = {pool.submit(grade_one, path, exercise_id, applied, sandbox, hide, threads):
                    (student, digest) for student, path, digest in to_grade}
         for future in tqdm(as_completed(futures), total=len(futures), disable=not progress,
                            desc=f"grading {exercise_id}", unit="notebook"):
@@ -94,5 +111,6 @@ def grade_folder(
     pool.shutdown(wait=True)
 
     ordered = [results[s] for s in mine]
-    write_outputs(out, exercise_id, ordered, limits, shard)
+    write_outputs(out, exercise_id, ordered, limits, shard,
+                  conditions=Conditions(protection, calibration, applied))
     return ordered

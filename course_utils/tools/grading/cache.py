@@ -15,7 +15,7 @@ from pathlib import Path
 
 import course_utils
 from course_utils.files import atomic_path, write_text_atomically
-from course_utils.tools.grading.limits import GradingLimits
+from course_utils.tools.grading.limits import GradingLimits, Protection
 from course_utils.tools.grading.results import GradeResult
 
 __all__ = ["PACKAGE_DIR", "REUSED", "cache_key", "key_folder", "reused", "signature", "store",
@@ -29,13 +29,14 @@ REUSED = ("graded", "not a notebook")
 
 
 def submission_digest(path: Path, exercise_id: str, limits: GradingLimits | None = None,
-                      sandbox: str | None = None) -> str:
+                      protection: Protection | None = None) -> str:
     """The key for reusing a grade: changes when the submission changes, any code of the
     course package does (the checks call into other modules, such as ``alignment.py``), or
-    the limits or the sandbox under which it was graded."""
+    the limits (as given, before any calibration) or the sandbox and memory enforcement under
+    which it was graded."""
     digest = hashlib.sha256(path.read_bytes())
     digest.update(exercise_id.encode())
-    digest.update(repr((limits, sandbox)).encode())
+    digest.update(repr((limits, protection)).encode())
     for source in sorted(PACKAGE_DIR.rglob("*.py")):
         digest.update(str(source.relative_to(PACKAGE_DIR)).encode())
         digest.update(source.read_bytes())

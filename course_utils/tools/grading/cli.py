@@ -4,9 +4,12 @@
     course-grade E10.1 submissions/ --shard 3/8 --out grades-3/    # one job of a batch engine
     course-grade merge grades-*/ --out grades/                     # one gradebook from them all
 
-The ``course-grade`` command (also ``python -m course_utils.tools.grading``): its arguments, the
-sandbox this machine offers, and what it says once the batch is graded (:func:`.reports.summary`,
-the sandbox and the memory limit it ran under, what it ignored, what it wrote).
+The ``course-grade`` command (also ``python -m course_utils.tools.grading``): its arguments (each
+limit's default and help text come from :class:`.limits.GradingLimits`), the sandbox this machine
+offers, the calibration of the time limits, and what it says once the batch is graded
+(:func:`.reports.summary`, the limits that applied, the sandbox and the memory limit it ran under,
+what it ignored, what it wrote). Ctrl-C and SIGTERM stop it cleanly (:mod:`.stopping`): exit
+status 130 or 143, nothing left behind, the earlier gradebook as it was.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ from pathlib import Path
 
 from course_utils.tools.grading.batch import grade_folder
 from course_utils.tools.grading.intake import collect
-from course_utils.tools.grading.limits import GradingLimits, memory_cgroup
+from course_utils.tools.grading.limits import MEMORY_ENFORCEMENT, Calibration, GradingLimits
 from course_utils.tools.grading.reports import summary
 from course_utils.tools.grading.shards import MergeError, merge, parse_shard, read_record
+from course_utils.tools.grading.stopping import Interrupted, on_signals
 from course_utils.tools.grading.supervise import hidden_folders
 
 __all__ = ["main", "merge_main"]
@@ -35,10 +39,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once")
     parser.add_argument("--only", nargs="+", metavar="STUDENT", help="regrade only these")
     parser.add_argument("--no-reuse", action="store_true", help="regrade unchanged ones too")
-    parser.add_argument("--cell-timeout", type=float, default=60.0, help="seconds per cell")
-    parser.add_argument("--total-timeout", type=float, default=300.0,
-                        help="seconds per notebook")
-    parser.add_argument("--memory-mb", type=int, default=4096, help="memory per notebook")
+    for option, keywords in GradingLimits.options():
+        parser.add_argument(option, **keywords)
+    parser.add_argument("--no-calibrate", dest="calibrate", action="store_false",
+                        help="apply the time limits as given, not stretched by how busy this "
+                             "machine is at the start (by default one bare kernel is timed "
+                             "first, a few seconds)")
     parser.add_argument("--sandbox", choices=("auto", "unshare", "none"), default="auto",
                         help="isolate each submission (default: the best this machine offers)")
     parser.add_argument("--shard", metavar="K/N",
@@ -62,11 +68,25 @@ def merge_main(argv: list[str]) -> int:
     """``course-grade merge SHARD_FOLDER... --out OUT``."""
     args = _merge_parser().parse_args(argv)
     try:
-        results = merge(args.shards, args.out)
+        with on_signals():
+            results = merge(args.shards, args.out)
     except MergeError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(summary(str(read_record(args.out)["exercise"]), results))
+    except Interrupted as stop:
+        print(f"\n{stop.name}: " + ("the merged outputs were written whole first" if
+              stop.outputs_written else f"nothing written; {args.out} is as it was"),
+              file=sys.stderr)
+        return stop.exit_code
+    record = read_record(args.out)
+    for warning in record.get("warnings", []):
+        print(f"warning: {warning}", file=sys.stderr)
+    print(summary(str(record["exercise"]), results))
+    _describe_limits(record)
+    protection = record.get("protection")
+    print(f"sandbox {protection['sandbox']}, memory by {protection['memory']}, in every shard"
+          if protection else "sandbox and memory enforcement differ between the shards (see "
+          "the warning above)")
     print(f"merged {len(args.shards)} shards; wrote {args.out / 'grades.csv'}, "
           f"{args.out / 'feedback'}/, {args.out / 'histogram.png'}, "
           f"{args.out / 'mistakes.html'}")
@@ -80,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None
+        limits = GradingLimits(args.cell_seconds, args.total_seconds, args.memory_mb)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -99,22 +120,29 @@ def main(argv: list[str] | None = None) -> int:
               "submissions, the gradebook, its cache), reach the network, and leave "
               "processes running", file=sys.stderr)
     try:
-        intake = collect(args.submissions)
-        results = grade_folder(
-            args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
-            reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
-            limits=GradingLimits(args.cell_timeout, args.total_timeout, args.memory_mb),
-            shard=shard,
-        )
+        with on_signals():  # a scheduler's SIGTERM is handled as Ctrl-C is
+            intake = collect(args.submissions)
+            results = grade_folder(
+                args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
+                reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
+                limits=limits, shard=shard, calibrate=args.calibrate,
+            )
     except (ValueError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("\ninterrupted: running notebooks stopped, nothing written; the earlier "
-              f"gradebook in {args.out} is unchanged", file=sys.stderr)
-        return 130
+    except Interrupted as stop:
+        if stop.outputs_written:
+            print(f"\n{stop.name} while the outputs were written: they were completed first, "
+                  f"{args.out} holds this run's grades", file=sys.stderr)
+        else:
+            print(f"\ninterrupted ({stop.name}): running notebooks stopped, their temporary "
+                  "copies and memory cgroups removed, nothing written; the earlier gradebook "
+                  f"in {args.out} is unchanged", file=sys.stderr)
+        return stop.exit_code
     print(summary(args.exercise, results))
-    _describe_protection(args, sandbox)
+    record = read_record(args.out)
+    _describe_limits(record)
+    _describe_protection(args, record)
     for path, why in intake.ignored:
         print(f"ignored: {path}: {why}")
     print(f"wrote {args.out / 'grades.csv'}, {args.out / 'feedback'}/, "
@@ -124,9 +152,30 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _describe_protection(args: argparse.Namespace, sandbox: str | None) -> None:
-    """Print the sandbox and the memory limit the submissions ran under."""
-    if sandbox:
+def _describe_limits(record: dict) -> None:
+    """Print the time limits that applied (a merge: the range of its shards')."""
+    given = record["limits"]
+    line = (f"time limits: {given['cell_seconds']:g} s per cell, {given['total_seconds']:g} s "
+            "per notebook")
+    shards = record.get("shards")
+    if shards is not None:
+        factors = sorted(float((s.get("calibration") or {}).get("factor", 1.0)) for s in shards)
+        line += (" on a quiet machine, stretched by each shard's calibration "
+                 f"(x{factors[0]:.2f} to x{factors[-1]:.2f})"
+                 if any(s.get("calibration") for s in shards) else ", as given, in every shard")
+    elif record.get("calibration"):
+        applied = record["applied_limits"]
+        line += (f" on a quiet machine, {Calibration(**record['calibration']).describe()}: "
+                 f"{applied['cell_seconds']:g} s and {applied['total_seconds']:g} s applied")
+    else:
+        line += ", as given (not calibrated)"
+    print(line)
+
+
+def _describe_protection(args: argparse.Namespace, record: dict) -> None:
+    """Print the sandbox and the memory limit the submissions ran under, as recorded."""
+    protection = record.get("protection") or {}
+    if protection.get("sandbox") == "unshare":
         hidden = hidden_folders(args.submissions, args.out)
         home = "home hidden" if str(Path.home().resolve()) in hidden else \
             "home visible read-only (Python or the course lives there)"
@@ -134,14 +183,9 @@ def _describe_protection(args: argparse.Namespace, sandbox: str | None) -> None:
               f"private /tmp; submissions and output folder hidden, {home})")
     else:
         print("sandbox: none")
-    probe = memory_cgroup(args.memory_mb)
-    if probe is not None:
-        probe.remove()
-        print(f"memory: a cgroup per submission, {args.memory_mb} MB for all its processes, "
-              "shared memory counted (and the per-process rlimit)")
-    else:
-        print(f"memory: the per-process rlimit of {args.memory_mb} MB only (no cgroup could be "
-              "created here): shared memory is not counted")
+    memory = str(protection.get("memory"))
+    print(f"memory: {record['limits']['memory_mb']} MB per notebook, by "
+          + MEMORY_ENFORCEMENT.get(memory, f"{memory} (see the merge's warning)"))
 
 
 if __name__ == "__main__":

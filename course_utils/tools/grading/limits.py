@@ -1,28 +1,45 @@
 """The limits one submission runs under, and the environment its kernel starts in: time per cell
 and in total, memory (a per-process rlimit and, where the grader may create one, a memory cgroup
-for the whole process tree), the cores, and no instructor variables."""
+for the whole process tree), the cores, and no instructor variables.
+
+Each limit's default is declared once, with its help text, in :class:`GradingLimits`
+(``course-grade``'s options are made from it). The time limits are stated for a quiet machine:
+``course-grade`` measures how busy this one is at the start of the run (:func:`calibrate`, one
+bare kernel started and timed) and stretches them by that factor (:meth:`GradingLimits.scaled`),
+so that an honest notebook is not stopped because other work shares the cores.
+"""
 
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 
 from course_utils.tools.grading.memcg import MemoryCgroup
 
-__all__ = ["DEFAULT_LIMITS", "PASSED_ON", "GradingLimits", "bare_kernel_seconds", "kernel_threads",
-           "limit_memory",
-           "memory_cgroup", "minimal_env"]
+__all__ = ["DEFAULT_LIMITS", "MEMORY_ENFORCEMENT", "PASSED_ON", "QUIET_KERNEL_SECONDS",
+           "Calibration", "GradingLimits", "Protection", "bare_kernel_seconds", "calibrate",
+           "kernel_threads", "limit_memory", "memory_cgroup", "memory_enforcement", "minimal_env"]
 
 
 @dataclass(frozen=True)
 class GradingLimits:
-    """Seconds per cell, seconds per notebook, and memory (MB) per notebook."""
+    """Seconds per cell, seconds per notebook, and memory (MB) per notebook. Each field's
+    ``metadata`` holds its ``course-grade`` option and help text."""
 
-    cell_seconds: float = 60.0
-    total_seconds: float = 300.0
-    memory_mb: int = 4096
+    cell_seconds: float = field(default=60.0, metadata={
+        "option": "--cell-timeout", "type": float, "metavar": "SECONDS",
+        "help": "seconds one cell may run on a quiet machine, stretched by the calibration "
+                "(a cell past it is interrupted: status timeout)"})
+    total_seconds: float = field(default=300.0, metadata={
+        "option": "--total-timeout", "type": float, "metavar": "SECONDS",
+        "help": "seconds a whole notebook may run on a quiet machine, stretched by the "
+                "calibration (the parts checked before it keep their points)"})
+    memory_mb: int = field(default=4096, metadata={
+        "option": "--memory-mb", "type": int, "metavar": "MB",
+        "help": "memory per notebook, MB (per process, and for all its processes together "
+                "where a memory cgroup can be made)"})
 
     def __post_init__(self) -> None:
         for name in ("cell_seconds", "total_seconds", "memory_mb"):
@@ -31,9 +48,71 @@ class GradingLimits:
                     0 < value < float("inf")):
                 raise ValueError(f"{name} must be a positive number; got {value!r}")
 
+    def scaled(self, factor: float) -> GradingLimits:
+        """The time limits stretched by ``factor`` (at least 1); the memory limit as it is."""
+        if not factor >= 1:
+            raise ValueError(f"a calibration factor stretches limits: >= 1; got {factor!r}")
+        return GradingLimits(round(self.cell_seconds * factor, 1),
+                             round(self.total_seconds * factor, 1), self.memory_mb)
+
+    @staticmethod
+    def options() -> list[tuple[str, dict]]:
+        """Each limit's command-line option and its ``argparse`` keywords (``dest``, ``type``,
+        ``default``, ``metavar``, ``help``): declared here once."""
+        return [(f.metadata["option"], {
+            "dest": f.name, "type": f.metadata["type"], "metavar": f.metadata["metavar"],
+            "default": f.default, "help": f"{f.metadata['help']}; default: {f.default:g}"})
+            for f in fields(GradingLimits)]
+
 
 #: The limits :func:`course_utils.tools.grading.batch.grade_folder` grades under by default.
 DEFAULT_LIMITS = GradingLimits()
+
+#: Seconds a bare kernel takes to start, import NumPy and the checks, and shut down on a quiet
+#: 2-core machine of the course's kind (docs/benchmarks.md: 1.5 to 2.4 s): what
+#: :func:`calibrate` compares this machine with, now.
+QUIET_KERNEL_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How busy the machine was at the start of a run: a bare kernel took ``kernel_seconds``
+    against :data:`QUIET_KERNEL_SECONDS`; the time limits were stretched by ``factor``."""
+
+    kernel_seconds: float
+    factor: float
+
+    def describe(self) -> str:
+        return (f"x{self.factor:.2f} for this machine's load (a bare kernel took "
+                f"{self.kernel_seconds:.1f} s at the start, {QUIET_KERNEL_SECONDS:g} s on a "
+                "quiet machine)")
+
+
+def calibrate() -> Calibration:
+    """Time one bare kernel now (:func:`bare_kernel_seconds`): the factor, at least 1, by which
+    a quiet machine's time limits are stretched on this one."""
+    seconds = bare_kernel_seconds()
+    return Calibration(round(seconds, 2), round(max(1.0, seconds / QUIET_KERNEL_SECONDS), 2))
+
+
+#: The memory enforcements a run may have (:class:`Protection`), and what each counts.
+MEMORY_ENFORCEMENT = {
+    "cgroup": "a memory cgroup per submission, for all its processes together, shared memory "
+              "counted, and the per-process rlimit",
+    "rlimit": "the per-process rlimit only, as no memory cgroup could be made: shared memory "
+              "is not counted",
+}
+
+
+@dataclass(frozen=True)
+class Protection:
+    """What a run's submissions were graded under: ``sandbox`` (``"unshare"`` or ``"none"``)
+    and ``memory``: ``"cgroup"`` (all of a submission's processes together, shared memory
+    counted, and the per-process rlimit) or ``"rlimit"`` (the per-process limit only)."""
+
+    sandbox: str
+    memory: str
+
 
 #: Variables a submission's kernel sees: no instructor variables (tokens, keys, paths).
 PASSED_ON = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "SYSTEMROOT")
@@ -68,6 +147,16 @@ def memory_cgroup(memory_mb: int) -> MemoryCgroup | None:
     return MemoryCgroup.create(memory_mb * 1024 * 1024)
 
 
+def memory_enforcement(memory_mb: int) -> str:
+    """``"cgroup"`` where the grader may make a memory cgroup of ``memory_mb`` now (one is made
+    and removed), else ``"rlimit"``: what :class:`Protection` records."""
+    probe = memory_cgroup(memory_mb)
+    if probe is None:
+        return "rlimit"
+    probe.remove()
+    return "cgroup"
+
+
 def limit_memory(memory_mb: int, cgroup: MemoryCgroup | None = None) -> Callable[[], None]:
     """What the worker runs before it starts (``preexec_fn``): join ``cgroup``, if any, and
     limit its own memory to ``memory_mb``."""
@@ -92,21 +181,30 @@ def limit_memory(memory_mb: int, cgroup: MemoryCgroup | None = None) -> Callable
 def bare_kernel_seconds(repeats: int = 1) -> float:
     """Median seconds to start a kernel, import what a graded notebook imports (NumPy and the
     checks) and shut it down: what any grader pays per notebook before grading anything, and a
-    measure of how busy the machine is right now."""
+    measure of how busy the machine is right now. The kernel is shut down whatever happens (a
+    Ctrl-C or SIGTERM while it starts included)."""
     import statistics
+    import subprocess
     import time
 
-    from jupyter_client.manager import start_new_kernel
+    from jupyter_client.manager import KernelManager
 
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        manager, client = start_new_kernel(kernel_name="python3")
+        manager = KernelManager(kernel_name="python3")
         try:
-            client.execute_interactive("import numpy\nfrom course_utils.checks import e10_1",
-                                       timeout=300)
+            manager.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            client = manager.client()
+            client.start_channels()
+            try:
+                client.wait_for_ready(timeout=300)
+                client.execute_interactive(
+                    "import numpy\nfrom course_utils.checks import e10_1", timeout=300)
+            finally:
+                client.stop_channels()
         finally:
-            client.stop_channels()
-            manager.shutdown_kernel(now=True)
+            if manager.has_kernel:
+                manager.shutdown_kernel(now=True)
         times.append(time.perf_counter() - start)
     return statistics.median(times)

@@ -10,24 +10,39 @@ checks that the shards belong together (the same exercise with the same parts an
 same limits, each of the N shards exactly once, no student twice) and writes one gradebook,
 the feedback, the histogram and one class report, exactly as a single run would have. Merging
 again gives the same files.
+
+The record also keeps what each run graded under beyond the limits asked for
+(:class:`Conditions`): the sandbox and the memory enforcement (a cgroup, where the grader may make
+one, or the per-process rlimit only), and the calibration that stretched the time limits. Shards
+whose sandbox or memory enforcement differ are merged with a warning that names them and both
+settings (:func:`differences`): both enforce the same limits, so an honest submission's points do
+not depend on which applied, and a cluster whose nodes differ could otherwise never be merged;
+the warning says which shards to re-run where it matters. The warnings stay in the merged record.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from course_utils.checks import get_exercise
 from course_utils.files import write_text_atomically
 from course_utils.tools.grading.class_report import write_class_report
-from course_utils.tools.grading.limits import GradingLimits
+from course_utils.tools.grading.limits import (
+    MEMORY_ENFORCEMENT,
+    Calibration,
+    GradingLimits,
+    Protection,
+)
 from course_utils.tools.grading.reports import write_feedback, write_gradebook, write_histogram
 from course_utils.tools.grading.results import STATUSES, GradeResult
+from course_utils.tools.grading.stopping import held
 
-__all__ = ["RESULTS", "MergeError", "in_shard", "merge", "parse_shard", "read_record",
-           "write_outputs"]
+__all__ = ["RESULTS", "Conditions", "MergeError", "differences", "in_shard", "merge",
+           "parse_shard", "read_record", "write_outputs"]
+
 
 #: The record every grading run leaves in its output folder, for :func:`merge`.
 RESULTS = "results.json"
@@ -59,27 +74,84 @@ def in_shard(students: list[str], shard: tuple[int, int] | None) -> list[str]:
     return ordered[k - 1::n]
 
 
+@dataclass(frozen=True)
+class Conditions:
+    """What one run graded under beyond the limits it was given: its sandbox and memory
+    enforcement, the calibration that stretched its time limits (``None``: as given) and the
+    limits that applied."""
+
+    protection: Protection
+    calibration: Calibration | None
+    applied: GradingLimits
+
+    def as_record(self) -> dict:
+        return {"protection": asdict(self.protection),
+                "calibration": asdict(self.calibration) if self.calibration else None,
+                "applied_limits": asdict(self.applied)}
+
+
+def differences(shards: list[dict]) -> list[str]:
+    """A warning for each setting of :class:`Protection` on which ``shards`` (each
+    ``{"shard": [K, N], "folder": ..., "protection": {...} or None}``) differ, naming the shards
+    under each value; none when they agree."""
+    warnings = []
+    for setting in ("sandbox", "memory"):
+        groups: dict[Any, list[dict]] = {}
+        for shard in shards:
+            groups.setdefault((shard.get("protection") or {}).get(setting), []).append(shard)
+        if len(groups) < 2:
+            continue
+        described = "; ".join(
+            (f"{value} ({MEMORY_ENFORCEMENT[value]})" if value in MEMORY_ENFORCEMENT
+             else str(value or "not recorded (an older course-grade)"))
+            + f" in shard{'s' if len(group) > 1 else ''} "
+            + ", ".join(f"{s['shard'][0]}/{s['shard'][1]} ({s['folder']})" for s in group)
+            for value, group in sorted(groups.items(), key=lambda g: str(g[0])))
+        weaker = sorted(s["shard"][0] for value, group in groups.items()
+                        if value in ("none", "rlimit", None) for s in group)
+        warnings.append(
+            f"the shards were graded under different {setting} enforcement: {described}. "
+            "Merged anyway: the limits are the same, and an honest submission's points do not "
+            f"depend on it; where they matter, re-run shard{'s' if len(weaker) > 1 else ''} "
+            f"{','.join(map(str, weaker))} where the grader has "
+            + ("a sandbox" if setting == "sandbox" else "memory cgroups")
+            + f" (sbatch --array={','.join(map(str, weaker))}) and merge again")
+    return warnings
+
+
 def _parts(exercise: Any) -> dict[str, float]:
     return {**{name: check.points for name, check in exercise.checks.items()},
             **{name: question.points for name, question in exercise.manual.items()}}
 
 
 def write_outputs(out: Path, exercise_id: str, results: list[GradeResult],
-                  limits: GradingLimits, shard: tuple[int, int] | None = None,
-                  merged_from: int | None = None) -> None:
+                  limits: GradingLimits, shard: tuple[int, int] | None = None, *,
+                  conditions: Conditions | None = None, merged: list[dict] | None = None
+                  ) -> None:
     """Everything a grading run leaves in ``out``: the gradebook, one feedback file per
-    student, the histogram, the class report and :data:`RESULTS`."""
+    student, the histogram, the class report and :data:`RESULTS` (last: the merge reads it).
+    ``conditions``: this run's (:class:`Conditions`); ``merged``: each merged shard's record of
+    them. Ctrl-C or SIGTERM waits until every file is written (:func:`.stopping.held`)."""
     exercise = get_exercise(exercise_id)
     out = Path(out)
-    write_gradebook(out / "grades.csv", exercise, results)
-    for result in results:
-        write_feedback(out / "feedback", exercise, result)
-    write_histogram(out / "histogram.png", exercise, results)
-    write_class_report(out, exercise, results)
     record = {"format": FORMAT, "exercise": exercise_id, "parts": _parts(exercise),
               "limits": asdict(limits), "shard": list(shard) if shard else None,
-              "merged_from": merged_from, "results": [asdict(r) for r in results]}
-    write_text_atomically(out / RESULTS, json.dumps(record, indent=1, sort_keys=True) + "\n")
+              "merged_from": len(merged) if merged is not None else None,
+              **(conditions.as_record() if conditions else {}),
+              "results": [asdict(r) for r in results]}
+    if merged is not None:
+        protections = {json.dumps(m.get("protection"), sort_keys=True) for m in merged}
+        record.update(shards=merged, warnings=differences(merged),
+                      protection=merged[0].get("protection") if len(protections) == 1
+                      else None)
+    with held():
+        write_gradebook(out / "grades.csv", exercise, results)
+        for result in results:
+            write_feedback(out / "feedback", exercise, result)
+        write_histogram(out / "histogram.png", exercise, results)
+        write_class_report(out, exercise, results)
+        write_text_atomically(out / RESULTS,
+                              json.dumps(record, indent=1, sort_keys=True) + "\n")
 
 
 def read_record(folder: Path) -> dict:
@@ -167,5 +239,9 @@ def merge(folders: list[Path], out: Path) -> list[GradeResult]:
             results[result.student] = result
     ordered = [results[s] for s in sorted(results)]
     limits = GradingLimits(**first["limits"])
-    write_outputs(out, str(exercise_id), ordered, limits, merged_from=n)
+    merged = sorted(({"shard": record["shard"], "folder": str(folder),
+                      **{key: record.get(key) for key in ("protection", "calibration",
+                                                          "applied_limits")}}
+                     for folder, record in records), key=lambda m: m["shard"][0])
+    write_outputs(out, str(exercise_id), ordered, limits, merged=merged)
     return ordered
