@@ -9,7 +9,9 @@ Where the files are looked for, in order:
 
 1. the ``root`` argument, or else the ``MULTI30K_DIR`` environment variable: a folder that
    already holds the ``.gz`` files (nothing is downloaded into it);
-2. otherwise a per-user cache folder (``MULTI30K_CACHE``, else
+2. the copy a student handout bundles for a classroom without internet (``course-handout
+   --multi30k``): ``data/multi30k/`` beside the ``course_utils`` package (:func:`bundled_dir`);
+3. otherwise a per-user cache folder (``MULTI30K_CACHE``, else
    ``~/.cache/course_utils/multi30k`` on Linux), where missing files are downloaded.
 
 Every file is checked against the SHA-256 sum published with the dataset (shipped below).
@@ -22,7 +24,9 @@ you provided is reported with what to do.
 
 :func:`load_sample_split` reads the small sample committed with the tests
 (``tests/data/multi30k-sample``: the first 1,500 training pairs and 100 of every other
-split), which smoke-test runs (``COURSE_QUICK``) use instead of the full data.
+split; a student handout carries it as ``data/multi30k-sample``), which smoke-test runs
+(``COURSE_QUICK``) use instead of the full data. :func:`copy_dataset` writes a verified copy
+of the full data into a folder (what ``course-handout --multi30k`` bundles).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import gzip
 import hashlib
 import http.client
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -50,7 +55,9 @@ __all__ = [
     "LANGUAGES",
     "SPLITS",
     "Multi30kError",
+    "bundled_dir",
     "cache_dir",
+    "copy_dataset",
     "ensure_files",
     "load_sample_split",
     "load_split",
@@ -104,9 +111,26 @@ def cache_dir() -> Path:
     return base / "course_utils" / "multi30k"
 
 
+#: The folder that holds the ``course_utils`` package: a checkout of the course, or a handout.
+COURSE_FOLDER = Path(__file__).resolve().parents[1]
+#: Where a checkout keeps the sample, and where a student handout (which has no tests/) does.
+SAMPLE_FOLDERS = (Path("tests", "data", "multi30k-sample"), Path("data", "multi30k-sample"))
+
+
 def sample_dir() -> Path:
-    """The small sample committed with the course's tests (``tests/data/multi30k-sample``)."""
-    return Path(__file__).resolve().parents[1] / "tests" / "data" / "multi30k-sample"
+    """The small sample: ``tests/data/multi30k-sample`` in the course's repository,
+    ``data/multi30k-sample`` in a student handout (the first of them that holds it)."""
+    for folder in SAMPLE_FOLDERS:
+        if (COURSE_FOLDER / folder / "SHA256SUMS").is_file():
+            return COURSE_FOLDER / folder
+    return COURSE_FOLDER / SAMPLE_FOLDERS[0]
+
+
+def bundled_dir() -> Path:
+    """Where a student handout bundles the full data (``course-handout --multi30k``):
+    ``data/multi30k/`` beside the package. Used, when it exists, unless ``MULTI30K_DIR`` or
+    a ``root`` argument names another folder; nothing is then downloaded."""
+    return COURSE_FOLDER / "data" / "multi30k"
 
 
 def read_checksums(path: str | Path) -> dict[str, str]:
@@ -236,6 +260,8 @@ def ensure_files(
         raise Multi30kError(f"no SHA-256 sum known for {', '.join(unknown)}")
     given_by = "the root argument" if root is not None else "MULTI30K_DIR"
     root = root if root is not None else os.environ.get("MULTI30K_DIR") or None
+    if root is None and bundled_dir().is_dir():
+        root, given_by = bundled_dir(), "the copy bundled with the course"
     base_url = (base_url or os.environ.get("MULTI30K_URL") or BASE_URL).rstrip("/")
 
     if root is not None:
@@ -249,11 +275,13 @@ def ensure_files(
                 problems.append(f"{name} does not match its published SHA-256 sum "
                                 "(corrupted or truncated)")
         if problems:
+            remedy = ("remove that folder to let the course download them into its cache"
+                      if given_by.startswith("the copy bundled") else "unset MULTI30K_DIR to "
+                      "let the course download them into its cache")
             raise Multi30kError(
                 f"Multi30k files in {folder} (given by {given_by}): "
                 + "; ".join(problems)
-                + f". Put the original files there (from {base_url}/<file>), or unset "
-                "MULTI30K_DIR to let the course download them into its cache."
+                + f". Put the original files there (from {base_url}/<file>), or {remedy}."
             )
         return [folder / name for name in names]
 
@@ -310,10 +338,44 @@ def load_sample_split(split: str) -> list[tuple[str, str]]:
     folder = sample_dir()
     if not (folder / "SHA256SUMS").is_file():
         raise Multi30kError(
-            f"the Multi30k sample is not at {folder} (it ships with the course's tests, in a "
-            "checkout of the course). Run without COURSE_QUICK to use the full data."
+            "the Multi30k sample is in none of "
+            + ", ".join(str(COURSE_FOLDER / f) for f in SAMPLE_FOLDERS)
+            + " (it ships with the course's tests and in a student handout). Run without "
+            "COURSE_QUICK to use the full data."
         )
     return load_split(split, root=folder, checksums=read_checksums(folder / "SHA256SUMS"))
+
+
+def copy_dataset(out: str | Path, root: str | Path | None = None) -> list[Path]:
+    """Copy every file of Multi30k, verified, into the new folder ``out``, with a
+    ``SHA256SUMS``; return the copied files.
+
+    The files come from ``root`` (or ``MULTI30K_DIR``), else from the cache, downloaded where
+    missing (:func:`ensure_files`), and each is checked against its published SHA-256 sum. A
+    ``SHA256SUMS`` beside the source files must agree with the published sums. Raises
+    :class:`Multi30kError` when a file is missing, corrupted or disagrees.
+    """
+    out = Path(out)
+    sources = [path for split in SPLITS for path in ensure_files(split, root, progress=False)]
+    listed = sources[0].parent / "SHA256SUMS"
+    if listed.is_file():
+        differ = sorted(name for name, digest in read_checksums(listed).items()
+                        if name in SHA256 and SHA256[name] != digest)
+        if differ:
+            raise Multi30kError(f"{listed} disagrees with the published SHA-256 sums for "
+                                f"{', '.join(differ)}; the files were not copied")
+    out.mkdir(parents=True)
+    copied = []
+    for source in sources:
+        target = out / source.name
+        shutil.copyfile(source, target)
+        if _sha256(target) != SHA256[source.name]:
+            raise Multi30kError(f"{target} does not match its published SHA-256 sum after "
+                                f"copying it from {source}")
+        copied.append(target)
+    (out / "SHA256SUMS").write_text("".join(f"{SHA256[p.name]}  {p.name}\n" for p in copied),
+                                    encoding="utf-8")
+    return copied
 
 
 def _read_lines(path: Path) -> list[str]:

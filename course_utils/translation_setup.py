@@ -9,8 +9,10 @@ epoch, or trains a small one; :func:`find_or_train_exercise_checkpoint` chooses 
 exercise E10.3 reads (the student's own from E10.2, else notebook 4's) and says whose it is.
 Using a trained model (translating, BLEU on a test split) is :mod:`course_utils.translation`.
 
-Under ``COURSE_QUICK`` the data come from the small sample committed with the tests, so smoke
-tests need no download; the real configurations read the full data.
+Under ``COURSE_QUICK`` the data come from the small sample committed with the tests (a student
+handout carries it in ``data/``), so smoke tests need no download; the real configurations read
+the full data (from ``MULTI30K_DIR``, the copy a handout bundles, or a download: see
+:mod:`course_utils.multi30k`).
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ class Multi30kConfig(RunConfig):
     lowercase: bool = True
     max_train: int | None = None  # use only the first N training pairs
     max_eval: int | None = None  # and the first N of each evaluation split
-    sample: bool = False  # read the committed sample (tests/data) instead of the full data
+    sample: bool = False  # read the small sample (multi30k.sample_dir()), not the full data
 
     def train_options(self) -> dict:
         # greedy exact match means nothing for translation and costs a decoding per epoch

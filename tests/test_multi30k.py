@@ -1,6 +1,7 @@
 """The Multi30k loader, on the committed sample: a local folder, downloads from a real HTTP
 server on 127.0.0.1 (good, corrupted, truncated, cut off mid-stream, stalled), a read-only
-cache, no network, and the full data where MULTI30K_DIR provides it."""
+cache, no network, the copy a student handout bundles (and the sample it carries), and the
+full data where MULTI30K_DIR provides it."""
 
 import functools
 import gzip
@@ -106,6 +107,8 @@ def served(tmp_path):
 def cache(tmp_path, monkeypatch):
     monkeypatch.delenv("MULTI30K_DIR", raising=False)
     monkeypatch.delenv("MULTI30K_CACHE", raising=False)
+    # no bundled copy (a checkout may have a git-ignored data/multi30k): the cache is used
+    monkeypatch.setattr(multi30k, "bundled_dir", lambda: tmp_path / "no-bundled-copy")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     monkeypatch.setattr(multi30k.sys, "platform", "linux")
     monkeypatch.setattr(multi30k.time, "sleep", lambda s: None)  # no back-off waits in tests
@@ -157,6 +160,78 @@ def test_multi30k_dir_naming_a_file_or_nothing_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("MULTI30K_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(Multi30kError, match=r"MULTI30K_DIR names a folder that does not exist"):
         load_split("val")
+
+
+def course_folder(tmp_path, monkeypatch, *, bundled=True, sample_in_tests=False):
+    """A course folder at ``tmp_path/course``, as a handout has it: ``data/multi30k`` (here the
+    sample's files stand in for the full data) and ``data/multi30k-sample``."""
+    folder = tmp_path / "course"
+    sample = folder / ("tests/data" if sample_in_tests else "data") / "multi30k-sample"
+    shutil.copytree(SAMPLE, sample, ignore=shutil.ignore_patterns("*.py", "*.md"))
+    if bundled:
+        shutil.copytree(SAMPLE, folder / "data" / "multi30k",
+                        ignore=shutil.ignore_patterns("*.py", "*.md"))
+    monkeypatch.setattr(multi30k, "COURSE_FOLDER", folder)
+    monkeypatch.delenv("MULTI30K_DIR", raising=False)
+    monkeypatch.setenv("MULTI30K_CACHE", str(tmp_path / "cache"))
+    return folder
+
+
+def test_a_bundled_copy_is_read_without_downloading(tmp_path, monkeypatch):
+    folder = course_folder(tmp_path, monkeypatch)
+    assert multi30k.bundled_dir() == folder / "data" / "multi30k"
+    paths = ensure_files(SPLIT, base_url="http://127.0.0.1:9", checksums=SUMS, retries=1,
+                         timeout=1, progress=False)  # a download would fail
+    assert [p.parent for p in paths] == [folder / "data" / "multi30k"] * 2
+    assert not (tmp_path / "cache").exists()
+    # MULTI30K_DIR still wins over it
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(SAMPLE, elsewhere)
+    monkeypatch.setenv("MULTI30K_DIR", str(elsewhere))
+    assert ensure_files(SPLIT, checksums=SUMS)[0].parent == elsewhere
+
+
+def test_a_damaged_bundled_copy_says_so_and_what_to_do(tmp_path, monkeypatch):
+    folder = course_folder(tmp_path, monkeypatch)
+    (folder / "data" / "multi30k" / NAMES[1]).write_bytes(b"not gzip")
+    with pytest.raises(Multi30kError, match=r"given by the copy bundled with the course\): "
+                                            r".*de.gz does not match.*remove that folder"):
+        ensure_files(SPLIT, checksums=SUMS, progress=False)
+
+
+def test_the_sample_is_found_in_a_checkout_and_in_a_handout(tmp_path, monkeypatch):
+    handout = course_folder(tmp_path, monkeypatch, bundled=False)
+    assert multi30k.sample_dir() == handout / "data" / "multi30k-sample"
+    assert len(load_sample_split("val")) == 100
+    shutil.rmtree(handout / "data")
+    with pytest.raises(Multi30kError, match=r"sample is in none of .*tests/data/multi30k-sample"
+                                            r".*data/multi30k-sample"):
+        load_sample_split("val")
+    checkout = course_folder(tmp_path / "checkout", monkeypatch, bundled=False,
+                             sample_in_tests=True)
+    assert multi30k.sample_dir() == checkout / "tests" / "data" / "multi30k-sample"
+
+
+def test_copy_dataset_copies_every_file_verified(tmp_path, monkeypatch):
+    monkeypatch.setattr(multi30k, "SHA256", SUMS)  # the sample stands in for the published data
+    source = tmp_path / "source"
+    shutil.copytree(SAMPLE, source)
+    copied = multi30k.copy_dataset(tmp_path / "out", root=source)
+    assert sorted(p.name for p in copied) == sorted(SUMS)
+    assert read_checksums(tmp_path / "out" / "SHA256SUMS") == SUMS
+    assert all(p.read_bytes() == (source / p.name).read_bytes() for p in copied)
+    # a SHA256SUMS beside the files that disagrees with the published sums is refused ...
+    listed = (source / "SHA256SUMS").read_text().replace(SUMS["val.de.gz"], "0" * 64)
+    (source / "SHA256SUMS").write_text(listed)
+    with pytest.raises(Multi30kError, match=r"disagrees with the published SHA-256 sums for "
+                                            r"val.de.gz"):
+        multi30k.copy_dataset(tmp_path / "out2", root=source)
+    # ... and so is a damaged file
+    shutil.copy(SAMPLE / "SHA256SUMS", source / "SHA256SUMS")
+    (source / "train.en.gz").write_bytes(b"truncated")
+    with pytest.raises(Multi30kError, match=r"train.en.gz does not match"):
+        multi30k.copy_dataset(tmp_path / "out3", root=source)
+    assert not (tmp_path / "out2").exists() and not (tmp_path / "out3").exists()
 
 
 def test_download_verifies_and_caches(served, cache):
