@@ -1,16 +1,20 @@
 """course-handout gives students the course without its worked solutions: the lecture notebooks
-as committed, the exercises as generated, the installable package and a README, and nothing of
+as committed, the exercises as generated, the installable package, the Multi30k sample (and
+with --multi30k the full data, for a classroom without internet) and a README, and nothing of
 solutions/, the tests or the instructors' material; no file holds a line of a worked solution;
-the folder appears whole or not at all.
+every command and file the README names is there; the folder appears whole or not at all.
 
 The handout is made once per module (about 2 s: files are copied, nothing runs)."""
 
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
+import sys
 import sysconfig
+import textwrap
 import venv
 from pathlib import Path
 from unittest import mock
@@ -25,6 +29,9 @@ from course_utils.tools.exercises import render_exercise
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 CACHES = ("__pycache__", ".ipynb_checkpoints")
+SAMPLE = ROOT / "tests" / "data" / "multi30k-sample"
+FULL = os.environ.get("MULTI30K_DIR")
+needs_full_data = pytest.mark.skipif(not FULL, reason="set MULTI30K_DIR to a copy of Multi30k")
 
 
 @pytest.fixture(scope="module")
@@ -51,12 +58,21 @@ def written_answers() -> list[tuple[str, str]]:
 def test_the_handout_holds_what_students_need_and_nothing_else(made):
     assert {p.name for p in made.iterdir()} == {
         "README.md", "course.py", "pyproject.toml", "environment.yml", ".gitignore", "postBuild",
-        "notebooks", "exercises", "course_utils"}
+        "notebooks", "exercises", "course_utils", "data", "docs"}
     everything = [p.relative_to(made) for p in made.rglob("*")]
-    for never in ("solutions", "tests", ".git", ".ci", "benchmarks", "docs", "runs",
-                  "checkpoints", "data", *CACHES):
+    for never in ("solutions", "tests", ".git", ".ci", "benchmarks", "runs", "checkpoints",
+                  *CACHES):
         assert not [p for p in everything if never in p.parts], f"{never} is in the handout"
-    assert not [p for p in everything if p.suffix in (".pt", ".gz", ".pyc")]
+    assert not [p for p in everything if p.suffix in (".pt", ".pyc")]
+    assert {p for p in everything if p.suffix == ".gz"} == {
+        Path("data", "multi30k-sample", p.name) for p in SAMPLE.glob("*.gz")}
+    assert files_under(made / "docs") == {"day_plan.md": (ROOT / "docs" / "day_plan.md")
+                                          .read_bytes()}
+    # the sample, byte for byte, with its sums; no full data unless asked for
+    assert files_under(made / "data") == {"README.md": (made / "data" / "README.md").read_bytes(),
+                                          **{f"multi30k-sample/{p.name}": p.read_bytes()
+                                             for p in SAMPLE.iterdir()
+                                             if p.suffix == ".gz" or p.name == "SHA256SUMS"}}
     # the lecture notebooks as committed (outputs included), the package whole
     assert files_under(made / "notebooks") == {
         p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")} | {
@@ -191,11 +207,59 @@ def test_the_readme_says_what_is_here_how_to_open_it_and_how_to_hand_in(made, tm
 
 def test_the_readme_carries_the_day_plan_the_notebooks_refer_to(made):
     readme = (made / "README.md").read_text(encoding="utf-8")
-    course = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "## Day plan" in readme
     assert "| clock | course page block |" in readme  # the table itself
-    assert "docs/day_plan.md" in course and "](docs/" not in readme  # no link to a missing file
-    assert "README's day plan" in (made / "notebooks" / "03_reversal_task.ipynb").read_text()
+    # the notebooks that point there find it in the handout's README (not in the course's)
+    referring = [p.name for p in (made / "notebooks").glob("*.ipynb")
+                 if "README's day plan" in p.read_text(encoding="utf-8")]
+    assert not referring or "## Day plan" in readme
+
+
+def cited_files(readme: str) -> list[tuple[str, str]]:
+    """``(path, the text before it)`` for every link target and every path in inline code."""
+    cited = [(m.group(1), readme[max(0, m.start() - 40):m.start()])
+             for m in re.finditer(r"\]\(([^)#\s]+)[^)]*\)", readme)
+             if not m.group(1).startswith(("http:", "https:", "mailto:"))]
+    return cited + [(m.group(1), readme[max(0, m.start() - 40):m.start()])
+                    for m in handout.CITED_PATH.finditer(readme)]
+
+
+def test_every_file_the_readme_cites_ships_or_is_said_to_be_elsewhere(made):
+    readme = (made / "README.md").read_text(encoding="utf-8")
+    cited = cited_files(readme)
+    assert "docs/day_plan.md" in {path for path, _ in cited}  # the check sees the links
+    for path, before in cited:
+        assert (made / path).exists() or before.endswith(handout.ELSEWHERE), path
+    course = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert "`benchmarks/day_plan.py`" in course  # the course README cites it; the handout says
+    assert f"{handout.ELSEWHERE}`benchmarks/day_plan.py`" in readme  # where it is
+
+
+def test_a_cited_file_the_handout_lacks_is_caught(made, tmp_path):
+    """The check above, on a day plan that cites files the handout does not carry."""
+    section = handout.day_plan_section(
+        "## Day plan\n\nSee [`docs/results.md`](docs/results.md), `benchmarks/x.py` and "
+        "[notebook 1](notebooks/01_bottleneck_and_attention_by_hand.ipynb).\n", made)
+    assert "[`docs/results.md`]" not in section and "`docs/results.md`" in section
+    assert f"{handout.ELSEWHERE}`benchmarks/x.py`" in section
+    assert "](notebooks/01_bottleneck_and_attention_by_hand.ipynb)" in section
+    for path, before in cited_files(section):
+        assert (made / path).exists() or before.endswith(handout.ELSEWHERE), path
+
+
+def test_every_command_the_readme_names_exists_and_answers_help_offline(made):
+    readme = (made / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"python3 course\.py (\w+)", readme))
+    course = load_course_script(made)
+    assert named == {"lab", "setup", "test"}
+    assert named <= set(course.COMMANDS)
+    env = {**os.environ, "COURSE_VENV": str(made / "no-venv-here")}
+    for command in sorted(named):
+        done = subprocess.run([sys.executable, str(made / "course.py"), command, "--help"],
+                              capture_output=True, text=True, env=env, timeout=60)
+        assert done.returncode == 0 and done.stdout.startswith(
+            f"usage: python3 course.py {command}"), done.stdout + done.stderr
+    assert not (made / "no-venv-here").exists()  # nothing was installed
 
 
 def load_course_script(folder: Path):
@@ -208,12 +272,16 @@ def load_course_script(folder: Path):
 def test_course_py_opens_the_handout_and_says_the_tests_are_not_part_of_it(made, capsys):
     course = load_course_script(made)
     assert course.ROOT == made
-    with (mock.patch.object(course, "ensure_environment", return_value="python") as env,
+    python = Path(sys.executable)
+    with (mock.patch.object(course, "ensure_environment", return_value=python) as env,
+          mock.patch.object(course, "run_lab", return_value=0) as run_lab,
           mock.patch.object(course, "run") as run,
           mock.patch.object(course.subprocess, "run") as trust):
         assert course.main(["lab"]) == 0
-        assert f"--ServerApp.root_dir={made}" in run.call_args.args
+        assert env.call_args.kwargs == {"use_venv": True, "extras": (), "optional": ()}
+        assert f"--ServerApp.root_dir={made}" in course.lab_command(*run_lab.call_args.args)
         trusted = trust.call_args.args[0]
+        assert trusted[0] == str(python)
         assert {Path(p).parent.name for p in trusted if p.endswith(".ipynb")} == {
             "notebooks", "exercises"}
         env.reset_mock()
@@ -266,6 +334,7 @@ def test_the_site_of_a_handout_has_no_solutions(tmp_path):
     for name in ("README.md", "course.py", "pyproject.toml", "environment.yml"):
         shutil.copy2(ROOT / name, course / name)
     shutil.copytree(ROOT / "course_utils", course / "course_utils", ignore=handout.LEFT_OUT)
+    shutil.copytree(SAMPLE, course / handout.SAMPLE)
     notebook = ROOT / "notebooks" / "02_bahdanau_attention_in_pytorch.ipynb"
     (course / "notebooks").mkdir()
     shutil.copy2(notebook, course / "notebooks" / notebook.name)
@@ -287,3 +356,97 @@ def test_the_site_of_a_handout_has_no_solutions(tmp_path):
     leaks = {leak.file.relative_to(with_them) for leak in handout.find_solution_text(
         with_them, needles)}
     assert Path("solutions", f"{SOLUTIONS[0].stem}.html") in leaks
+
+
+#: Run in the handout's folder with its own course_utils, with every network connection refused
+#: and no MULTI30K_DIR: what a student's kernel sees in a classroom without internet.
+OFFLINE = textwrap.dedent("""\
+    import json, socket, sys
+
+    def refuse(*args, **kwargs):
+        raise OSError("network unreachable (test)")
+
+    socket.socket.connect = refuse
+    socket.create_connection = refuse
+    import course_utils
+    from course_utils import multi30k
+    assert course_utils.__file__.startswith(sys.argv[1]), course_utils.__file__
+    try:
+        sizes = {split: len(multi30k.load_sample_split(split) if sys.argv[2] == "sample"
+                            else multi30k.load_split(split)) for split in multi30k.SPLITS}
+    except multi30k.Multi30kError as error:
+        print(json.dumps({"error": str(error)}))
+    else:
+        print(json.dumps(sizes))
+""")
+
+
+def load_offline(folder: Path, which: str, tmp_path: Path) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("MULTI30K_DIR", "PYTHONPATH")}
+    env |= {"MULTI30K_CACHE": str(tmp_path / "empty-cache"), "PYTHONPATH": str(folder),
+            "https_proxy": "http://127.0.0.1:9", "http_proxy": "http://127.0.0.1:9"}
+    done = subprocess.run([sys.executable, "-c", OFFLINE, str(folder), which], cwd=folder,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+SAMPLE_SIZES = {"train": 1500, **{split: 100 for split in ("val", "test_2016_flickr",
+                "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr")}}
+FULL_SIZES = {"train": 29_000, "val": 1_014, "test_2016_flickr": 1_000,
+              "test_2017_flickr": 1_000, "test_2017_mscoco": 461, "test_2018_flickr": 1_071}
+
+
+def test_the_handout_carries_the_sample_and_reads_it_offline(made, tmp_path):
+    assert load_offline(made, "sample", tmp_path) == SAMPLE_SIZES
+    # without the bundled data, the full data needs the network, and says so
+    found = load_offline(made, "full", tmp_path)
+    assert "could not get the Multi30k files" in found["error"], found
+
+
+@pytest.fixture(scope="module")
+def bundled(tmp_path_factory) -> Path:
+    if not FULL:
+        pytest.skip("set MULTI30K_DIR to a copy of Multi30k")
+    return handout.make_handout(tmp_path_factory.mktemp("bundled") / "day10", multi30k=True)
+
+
+@needs_full_data
+def test_a_handout_with_the_bundled_data_reads_it_offline(bundled, tmp_path):
+    """``--multi30k``: the full files, verified, which the handout's notebooks read with the
+    network unreachable and no MULTI30K_DIR."""
+    from course_utils import multi30k
+
+    copy = bundled / "data" / "multi30k"
+    assert multi30k.read_checksums(copy / "SHA256SUMS") == multi30k.SHA256
+    assert {p.name for p in copy.glob("*.gz")} == set(multi30k.SHA256)
+    assert load_offline(bundled, "full", tmp_path) == FULL_SIZES
+    assert load_offline(bundled, "sample", tmp_path) == SAMPLE_SIZES
+    readme = (bundled / "README.md").read_text(encoding="utf-8")
+    assert "`data/multi30k/`" in readme and "runs offline" in readme
+    assert handout.find_solution_text(bundled, handout.solution_text(ROOT)) == []
+
+
+def test_bundling_damaged_or_missing_data_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
+    source = tmp_path / "multi30k"
+    shutil.copytree(SAMPLE, source)
+    (source / "val.de.gz").write_bytes(b"truncated")
+    monkeypatch.setenv("MULTI30K_DIR", str(source))
+    out = tmp_path / "out"
+    with pytest.raises(handout.HandoutError, match=r"could not be bundled: .*does not match"):
+        handout.make_handout(out, multi30k=True)
+    monkeypatch.setenv("MULTI30K_DIR", str(tmp_path / "nowhere"))
+    assert handout.main([str(out), "--multi30k"]) == 1
+    assert sorted(os.listdir(tmp_path)) == ["multi30k"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_handout_published_as_a_repository_keeps_its_data(made, tmp_path):
+    copy = tmp_path / "repo"
+    shutil.copytree(made, copy)
+    subprocess.run(["git", "init", "-q", str(copy)], check=True)
+    data = sorted(str(p.relative_to(copy)) for p in (copy / "data").rglob("*") if p.is_file())
+    ignored = subprocess.run(["git", "-C", str(copy), "check-ignore", *data],
+                             capture_output=True, text=True)
+    assert ignored.stdout == "", f"git ignores {ignored.stdout}"
+    assert "*.gz" in (copy / ".gitignore").read_text()  # runs' files stay ignored

@@ -7,6 +7,10 @@ notes. A handout holds only what students need::
     exercises/        the student versions, as course-exercises generates them (no outputs)
                       and the course's matplotlibrc (colour-blind-safe colours)
     course_utils/     the package the notebooks import (no caches)
+    data/             the small Multi30k sample that smoke-scale runs read (COURSE_QUICK=1),
+                      and with --multi30k the full Multi30k files, checksums verified, which
+                      the notebooks then read instead of downloading them
+    docs/day_plan.md  the day plan's figures per section, which the README's day plan cites
     course.py, pyproject.toml, environment.yml, .gitignore, and Binder's postBuild
     README.md         generated for students: what is here, how to open it, how to hand in
     site/             with --site: the course website of the handout (no solutions)
@@ -21,6 +25,7 @@ Command line (installed as ``course-handout``)::
 
     course-handout OUT                  # a new folder OUT
     course-handout OUT --site           # with the course website in OUT/site (seconds)
+    MULTI30K_DIR=/path/to/multi30k course-handout OUT --multi30k   # offline classroom
     course-handout OUT --hand-in "Upload each exercise notebook to the course page by Friday."
 """
 
@@ -34,11 +39,13 @@ import re
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import nbformat
 
+from course_utils import multi30k as dataset
 from course_utils.files import current_umask
 from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.exercises import build_all
@@ -55,6 +62,18 @@ OPTIONAL_FILES = (".gitignore", "postBuild", "apt.txt", "runtime.txt", "start")
 #: (colour-blind-safe colours), which matplotlib reads from the folder a notebook runs in.
 #: ``notebooks/`` is copied whole, its copy included.
 EXERCISE_FILES = ("matplotlibrc",)
+#: Files of the course's documentation a handout carries (the README's day plan cites them).
+DOCS = ("docs/day_plan.md",)
+#: Where the course keeps the Multi30k sample, and where a handout carries it (and the full
+#: data with --multi30k); ``course_utils.multi30k`` looks in both.
+SAMPLE = Path("tests", "data", "multi30k-sample")
+DATA = Path("data")
+#: Appended to the handout's copy of ``.gitignore`` (which ignores ``data/`` and ``*.gz``), so
+#: that a handout published as a repository keeps its data.
+GITIGNORE_DATA = ("\n# the handout's Multi30k data (data/): part of the handout\n"
+                  "!data/\n!data/**/*.gz\n")
+#: Said before a cited file the handout does not carry.
+ELSEWHERE = "the course repository's "
 #: The course's folders a handout is made from (OUT may not be inside one of them).
 COPIED = ("notebooks", "exercises", "course_utils", "solutions")
 #: Never copied from ``notebooks/`` or ``course_utils/``: runs, checkpoints, caches.
@@ -154,16 +173,46 @@ def _title(notebook: Path) -> str:
     return notebook.stem
 
 
-def day_plan_section(readme: str) -> str:
-    """The course README's "Day plan" section (the notebooks' headers refer to it), with links to
-    files a handout does not have kept as plain text; empty if the README has none."""
+#: A file path in Markdown's inline code: ``benchmarks/day_plan.py``.
+CITED_PATH = re.compile(r"`([\w.-]+(?:/[\w.-]+)*/[\w-]+\.\w+)`")
+
+
+def day_plan_section(readme: str, handout: Path) -> str:
+    """The course README's "Day plan" section (the notebooks' headers refer to it), for the
+    handout in ``handout``: a link to a file the handout does not have becomes plain text, and a
+    file named in code that it does not have is said to be in the course's repository
+    (:data:`ELSEWHERE`). Empty if the README has no day plan."""
     found = re.search(r"^## Day plan\n.*?(?=^## |\Z)", readme, re.MULTILINE | re.DOTALL)
     if not found:
         return ""
-    shipped = ("notebooks/", "exercises/", "course_utils/")
-    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)",
-                  lambda m: m.group(0) if m.group(2).startswith(shipped) else m.group(1),
-                  found.group(0)).strip() + "\n\n"
+
+    def ships(target: str) -> bool:
+        return (handout / target.split("#")[0]).exists()
+
+    text = re.sub(r"\[([^\]]+)\]\(([^)]+)\)",
+                  lambda m: m.group(0) if ships(m.group(2)) else m.group(1), found.group(0))
+    text = CITED_PATH.sub(lambda m: m.group(0) if ships(m.group(1)) else ELSEWHERE + m.group(0),
+                          text)
+    return text.strip() + "\n\n"
+
+
+def data_paragraph(handout: Path) -> str:
+    """What the handout's README says about Multi30k: bundled (no download) or downloaded."""
+    quick = ("`COURSE_QUICK=1 python3 course.py lab` runs every notebook at smoke-test scale "
+             f"on the small sample in `{DATA.as_posix()}/multi30k-sample/` instead (for trying "
+             "things out; its numbers mean nothing).")
+    if (handout / DATA / "multi30k").is_dir():
+        text = ("Notebook 4, E10.2 and E10.3 translate Multi30k (Elliott et al., 2016). Its "
+                f"files are in `{DATA.as_posix()}/multi30k/`, checked against their published "
+                "checksums, so nothing is downloaded: once `python3 course.py setup` has "
+                "installed the packages (the only step that needs the internet), the course "
+                f"runs offline. {quick}")
+    else:
+        text = ("Notebook 4, E10.2 and E10.3 translate Multi30k (Elliott et al., 2016): its "
+                "files (about 1.4 MB) are downloaded on first use into a cache in your home "
+                "folder. Without internet, set `MULTI30K_DIR` to a folder that holds them. "
+                + quick)
+    return textwrap.fill(text, 96, break_on_hyphens=False, break_long_words=False)
 
 
 def student_readme(handout: Path, title: str, hand_in: str = DEFAULT_HAND_IN,
@@ -190,12 +239,17 @@ You need Python 3.11 or newer, and an internet connection for the first run. In 
 python3 course.py lab
 ```
 
-The first run creates a virtual environment in `.venv`, installs the course and its
-dependencies into it (a few minutes: PyTorch is the big one) and registers the notebooks'
+The first run creates a virtual environment in `.venv`, installs the course and what the
+notebooks need into it (a few minutes: PyTorch is the big one) and registers the notebooks'
 Jupyter kernel; then JupyterLab opens on the lecture notebooks. Later runs start at once.
+Ctrl-C in the terminal stops JupyterLab (save your notebooks first). `python3 course.py setup`
+only installs, without opening the lab: run it while you are online if the class is not.
+`python3 course.py lab --help` says which options `lab` passes on to JupyterLab.
 With conda instead: `conda env create -f environment.yml`, `conda activate {env_name}`, then
 `python3 course.py lab --no-venv`. (`python3 course.py test` runs the course's tests, which come
 with the course's repository, not with this handout.)
+
+{data_paragraph(handout)}
 
 {day_plan}## What is here
 
@@ -209,8 +263,9 @@ Your exercises, in `exercises/`:
 
 `course_utils/` is the package the notebooks import: the day's library (what you build in the
 notebooks, made fast and tested) and the checks that your exercises call. `course.py`,
-`pyproject.toml` and `environment.yml` install it. Trained models are saved under `runs/`
-beside the notebook that trains them.
+`pyproject.toml` and `environment.yml` install it. `data/` holds the Multi30k data described
+above, and [`docs/day_plan.md`](docs/day_plan.md) the day plan's times section by section.
+Trained models are saved under `runs/` beside the notebook that trains them.
 
 ## Working on an exercise
 
@@ -241,7 +296,42 @@ def _prepare(out: Path, course: Path) -> None:
                            + "; run course-exercises first")
 
 
-def _fill(work: Path, course: Path, *, site: bool, hand_in: str) -> None:
+def _add_data(work: Path, course: Path, full: bool) -> None:
+    """The Multi30k sample into ``work/data``, and with ``full`` the full data, verified."""
+    sample = course / SAMPLE
+    if not (sample / "SHA256SUMS").is_file():
+        raise HandoutError(f"no Multi30k sample in {sample}: smoke-scale runs (COURSE_QUICK=1) "
+                           "read it; make the handout from a checkout of the course")
+    (work / DATA / "multi30k-sample").mkdir(parents=True)
+    for path in sorted(sample.iterdir()):
+        if path.name == "SHA256SUMS" or path.name.endswith(".gz"):
+            shutil.copy2(path, work / DATA / "multi30k-sample" / path.name)
+    copy = work / DATA / "multi30k-sample"
+    try:
+        sums = dataset.read_checksums(copy / "SHA256SUMS")
+        for split in dataset.SPLITS:  # every file there, and matching its sum
+            dataset.ensure_files(split, copy, checksums=sums, progress=False)
+    except dataset.Multi30kError as error:
+        raise HandoutError(f"the Multi30k sample in {sample} is not whole: {error}") from error
+    if full:
+        try:
+            dataset.copy_dataset(work / DATA / "multi30k")
+        except dataset.Multi30kError as error:
+            raise HandoutError(f"the full Multi30k data could not be bundled: {error}") from error
+    (work / DATA / "README.md").write_text(
+        "# Multi30k, English-German (task 1)\n\n"
+        "The data of notebook 4, E10.2 and E10.3: Elliott, Frank, Sima'an & Specia, \"Multi30K: "
+        "Multilingual English-German Image Descriptions\", Proceedings of the 5th Workshop on "
+        "Vision and Language (2016), doi:10.18653/v1/W16-3210, from the dataset's repository "
+        "(`multi30k/dataset`, `data/task1/raw/`), whose terms of use apply.\n\n"
+        "- `multi30k-sample/`: the first 1,500 training pairs and 100 of every other split, "
+        "which smoke-scale runs (`COURSE_QUICK=1`) read.\n"
+        + ("- `multi30k/`: the full files, byte for byte as published (`SHA256SUMS`); the "
+           "notebooks read them from here instead of downloading them.\n" if full else ""),
+        encoding="utf-8")
+
+
+def _fill(work: Path, course: Path, *, site: bool, hand_in: str, multi30k: bool) -> None:
     """Write the handout's content into the (new, empty) folder ``work``."""
     shutil.copytree(course / "notebooks", work / "notebooks", ignore=LEFT_OUT)
     shutil.copytree(course / "course_utils", work / "course_utils", ignore=LEFT_OUT)
@@ -251,12 +341,18 @@ def _fill(work: Path, course: Path, *, site: bool, hand_in: str) -> None:
     for name in EXERCISE_FILES:
         if (course / "exercises" / name).is_file():
             shutil.copy2(course / "exercises" / name, work / "exercises" / name)
-    for name in FILES + tuple(n for n in OPTIONAL_FILES if (course / n).is_file()):
+    for name in FILES + tuple(n for n in OPTIONAL_FILES + DOCS if (course / n).is_file()):
+        (work / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(course / name, work / name)
+    _add_data(work, course, multi30k)
+    if (work / ".gitignore").is_file():
+        with open(work / ".gitignore", "a", encoding="utf-8") as ignore:
+            ignore.write(GITIGNORE_DATA)
     readme = (course / "README.md").read_text(encoding="utf-8")
     title = m.group(1).strip() if (m := re.search(r"^# (.+)$", readme, re.MULTILINE)) else ""
     (work / "README.md").write_text(student_readme(work, title or "The course", hand_in,
-                                                   day_plan_section(readme)), encoding="utf-8")
+                                                   day_plan_section(readme, work)),
+                                    encoding="utf-8")
     if site:
         from course_utils.tools.book import BookError, build_book  # Sphinx, on demand
 
@@ -267,19 +363,23 @@ def _fill(work: Path, course: Path, *, site: bool, hand_in: str) -> None:
 
 
 def make_handout(out: str | Path, *, course: str | Path = COURSE, site: bool = False,
-                 hand_in: str = DEFAULT_HAND_IN) -> Path:
+                 hand_in: str = DEFAULT_HAND_IN, multi30k: bool = False) -> Path:
     """Write the student handout of ``course`` into the new folder ``out``; return ``out``.
 
+    With ``multi30k``, the handout bundles the full Multi30k files in ``data/multi30k`` (from
+    ``MULTI30K_DIR``, else from the download cache, downloaded where missing; every file checked
+    against its published SHA-256 sum), for a classroom without internet.
+
     Raises :class:`HandoutError` when ``out`` exists and is not empty, when ``exercises/`` is
-    out of date, or when a file of the handout holds text of a worked solution. On any failure
-    nothing is left at ``out``.
+    out of date, when the Multi30k files cannot be had or verified, or when a file of the
+    handout holds text of a worked solution. On any failure nothing is left at ``out``.
     """
     course, out = Path(course).resolve(), Path(out).resolve()
     _prepare(out, course)
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-handout-", dir=out.parent))
     try:
-        _fill(work, course, site=site, hand_in=hand_in)
+        _fill(work, course, site=site, hand_in=hand_in, multi30k=multi30k)
         leaks = find_solution_text(work, solution_text(course))
         if leaks:
             shown = "\n".join(f"  {leak.file.relative_to(work)}: {leak.line!r} "
@@ -307,18 +407,25 @@ def main(argv: list[str] | None = None) -> int:
                              "(needs the book extra)")
     parser.add_argument("--hand-in", default=DEFAULT_HAND_IN, metavar="TEXT",
                         help="how students hand in, for the README (Markdown)")
+    parser.add_argument("--multi30k", action="store_true",
+                        help="bundle the full Multi30k files (about 1.4 MB) for a classroom "
+                             "without internet: from MULTI30K_DIR, else downloaded; each file "
+                             "checked against its published SHA-256 sum")
     parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     try:
-        out = make_handout(args.out, course=args.course, site=args.site, hand_in=args.hand_in)
+        out = make_handout(args.out, course=args.course, site=args.site, hand_in=args.hand_in,
+                           multi30k=args.multi30k)
     except HandoutError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     counts = {name: len(list((out / name).glob("*.ipynb"))) for name in ("notebooks",
                                                                          "exercises")}
+    data = ("the full Multi30k data (data/multi30k, verified)" if args.multi30k
+            else "the Multi30k sample (the full data is downloaded on first use)")
     print(f"Wrote the student handout to {out}/: {counts['notebooks']} lecture notebooks, "
-          f"{counts['exercises']} exercises, the course_utils package"
-          f"{' and the site (site/index.html)' if args.site else ''}; no solutions.\n"
+          f"{counts['exercises']} exercises, the course_utils package, {data}"
+          f"{', the site (site/index.html)' if args.site else ''}; no solutions.\n"
           f"Hand it out as a zip (python3 -m zipfile -c {out.name}.zip {out}) or as a "
           "repository of its own; students run: python3 course.py lab")
     return 0
