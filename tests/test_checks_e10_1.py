@@ -31,14 +31,15 @@ def assert_no_answer(message: str) -> None:
 
 def test_solution_scores_full_marks():
     results = checks.EXERCISE.grade(notebook_functions(SOLUTION))
-    assert [r.name for r in results] == ["energies", "softmax", "context", "most_attended"]
+    assert [r.name for r in results] == ["energies", "softmax", "context", "most_attended",
+                                         "winner"]
     assert all(r.passed for r in results), results
     assert sum(r.points for r in results) == checks.EXERCISE.auto_points == 8
 
 
 def test_untouched_exercise_scores_zero_with_not_implemented():
     results = checks.EXERCISE.grade(notebook_functions(EXERCISE))
-    assert len(results) == 4
+    assert len(results) == 5
     for result in results:
         assert result.points == 0
         assert result.message == NOT_IMPLEMENTED
@@ -79,11 +80,11 @@ def test_untouched_exercise_runs_every_cell_and_scores_zero_of_eight():
     notebook = run_in_fresh_kernel(nbformat.read(EXERCISE, as_version=4))
     assert_every_cell_ran_without_error(notebook)
     cells = check_cells(notebook)
-    assert len(cells) == 4
+    assert len(cells) == 5
     for cell in cells:
         assert "[FAIL]" in cell_text(cell) and "not implemented yet" in cell_text(cell)
     score = cell_text(score_cell(notebook))
-    assert score.count("[FAIL]") == 4
+    assert score.count("[FAIL]") == 5
     assert "automatic points: 0 / 8" in score
 
 
@@ -105,7 +106,7 @@ def test_half_done_exercise_shows_the_parts_done_and_checks_the_rest():
     run_in_fresh_kernel(notebook)
     assert_every_cell_ran_without_error(notebook)
     texts = [cell_text(c) for c in check_cells(notebook)]
-    assert ["[PASS]" in t for t in texts] == [False, True, False, True]
+    assert ["[PASS]" in t for t in texts] == [False, True, False, True, False]
     score = cell_text(score_cell(notebook))
     assert "automatic points: 3 / 8" in score
     shown = "".join(cell_text(c) for c in notebook.cells if c.cell_type == "code")
@@ -439,17 +440,29 @@ def test_inputs_are_not_modified_by_students():
 def test_exercise_registry_and_points():
     exercise = get_exercise("E10.1")
     assert exercise is checks.EXERCISE
-    assert exercise.max_points == 10
-    assert exercise.manual["why"].points == 2
+    assert exercise.max_points == 11
+    assert exercise.auto_points == 8
+    assert {name: q.points for name, q in exercise.manual.items()} == {"predict": 1, "why": 2}
     with pytest.raises(ValueError, match="unknown exercise 'E99'; expected one of: E10.1"):
         get_exercise("E99")
 
 
-def test_solution_marks_its_manual_question_cell():
+@pytest.mark.parametrize("question", ["predict", "why"])
+def test_solution_marks_its_manual_question_cells(question):
     cells = nbformat.read(SOLUTION, as_version=4).cells
-    marked = [c for c in cells if c.metadata.get("course", {}).get("manual") == "why"]
+    marked = [c for c in cells if c.metadata.get("course", {}).get("manual") == question]
     assert len(marked) == 1
-    assert marked[0].metadata["course"]["points"] == checks.EXERCISE.manual["why"].points
+    assert marked[0].metadata["course"]["points"] == checks.EXERCISE.manual[question].points
+
+
+def test_the_prediction_is_asked_before_the_winner_is_computed():
+    cells = nbformat.read(SOLUTION, as_version=4).cells
+    where = {name: next(i for i, c in enumerate(cells) if test(c)) for name, test in {
+        "predict": lambda c: c.metadata.get("course", {}).get("manual") == "predict",
+        "winner": lambda c: c.source.startswith("def winner("),
+        "computed": lambda c: "e10_1.SECOND_QUERY" in c.source,
+        "why": lambda c: c.metadata.get("course", {}).get("manual") == "why"}.items()}
+    assert where["predict"] < where["winner"] < where["computed"] < where["why"]
 
 
 # ------------------------------------------------------ E10.1's answers are the student's
@@ -478,3 +491,68 @@ def test_most_attended_through_the_alignment_module_earns_nothing():
 
     result = checks.check_most_attended(most_attended)
     assert result.points == 0 and "course_utils.alignment" in result.message, result.message
+
+
+# ---------------------------------------------------------------- Part 4: winner, any query
+
+
+def test_h3_wins_for_every_query_when_the_projections_are_the_identity_and_v_is_positive():
+    """The worked answer's claim: each energy is sum_k tanh(s_k + h_jk), increasing in every
+    coordinate of the key, and h_3 = [1, 1] is at least h_1 and h_2 everywhere."""
+    rng = np.random.default_rng(0)
+    H, eye, v = checks.INPUTS["encoder_states"], np.eye(2), checks.INPUTS["v"]
+    for query in [checks.SECOND_QUERY, *rng.normal(scale=3.0, size=(500, 2))]:
+        energies = reference_attention(query, H, eye, eye, v).energies
+        assert energies.argmax() == 2 and energies[2] > energies[:2].max()
+    second = reference_attention(checks.SECOND_QUERY, H, eye, eye, v).energies
+    np.testing.assert_allclose(second, [0.443, 0.924, 1.367], atol=1e-3)
+    assert H[0] @ checks.SECOND_QUERY > H[1] @ checks.SECOND_QUERY  # h_1 is more alike...
+    assert second[1] > second[0]  # ...and h_2 wins over it
+
+
+def right_winner(s, H, W_s, W_h, v):
+    return int(np.argmax(np.tanh(W_s @ s + H @ W_h.T) @ v)) + 1
+
+
+@pytest.mark.parametrize("student, hint", [
+    (lambda s, H, W_s, W_h, v: right_winner(s, H, W_s, W_h, v) - 1, "0-based"),
+    (lambda s, H, W_s, W_h, v: int(np.argmin(np.tanh(W_s @ s + H @ W_h.T) @ v)) + 1,
+     "smallest energy"),
+    (lambda s, H, W_s, W_h, v: 3, "E10.1's answer whatever it is given"),
+    (lambda s, H, W_s, W_h, v: right_winner(checks.INPUTS["decoder_state"],
+                                            *checks._args(checks.INPUTS)[1:]),
+     "does it use its arguments"),
+    (lambda s, H, W_s, W_h, v: int(np.argmax(H.sum(axis=1))) + 1, "largest sum of entries"),
+    (lambda s, H, W_s, W_h, v: int(np.argmax(np.tanh(s + H) @ v)) + 1,
+     "the projections are left out"),
+    (lambda s, H, W_s, W_h, v: int(np.argmax(np.tanh(W_s @ s + H @ W_h.T).sum(axis=1))) + 1,
+     "v is not used"),
+])
+def test_winner_mistakes_are_named_and_earn_nothing(student, hint):
+    result = checks.check_winner(student)
+    assert result.points == 0 and hint in result.message, result.message
+    assert_no_answer(result.message)
+
+
+def test_winner_is_right_for_any_query_and_must_be_an_int():
+    assert checks.check_winner(right_winner).passed
+    result = checks.check_winner(lambda *args: float(right_winner(*args)))
+    assert result.points == 0 and "as an int; got float" in result.message
+    result = checks.check_winner(lambda s, H, W_s, W_h, v: right_winner(s, H, W_s, W_h, v)
+                                 % len(H) + 1)  # the next position: no mistake we can name
+    assert result.points == 0 and "does not have the largest weight" in result.message
+
+
+def test_winner_is_judged_on_fresh_queries_under_the_grader():
+    from helpers import judged_by_grader
+
+    from course_utils.checks.probes import run_seed
+
+    check = checks.EXERCISE.checks["winner"]
+    assert judged_by_grader(check, right_winner, seed=7).passed
+    assert judged_by_grader(check, lambda s, H, W_s, W_h, v: 3, seed=7).points == 0
+    with run_seed(1):
+        first = checks._winner_cases()
+    with run_seed(2):
+        second = checks._winner_cases()
+    assert not np.array_equal(first[-1][1]["W_s"], second[-1][1]["W_s"])

@@ -3,19 +3,18 @@
 Inputs of the exercise: ``h_1 = [1, 0]``, ``h_2 = [0, 1]``, ``h_3 = [1, 1]``,
 ``s_0 = [0.5, 0.5]``, ``W_s = W_h = I`` and ``v = [1, 1]``.
 
-Students write four functions; each check runs the student's function on the E10.1
+Students write five functions; each check runs the student's function on the E10.1
 inputs and on fresh inputs of other sizes (so a hard-coded answer does not pass), compares
 with :func:`course_utils.attention.additive_attention`, and names the wrong entries or the
-likely mistake without printing the expected numbers.
+likely mistake without printing the expected numbers. Part 4 asks for a prediction first (a
+second query, ``s_0' = [0.5, -0.5]``), then ``winner`` for any query, then what additive
+attention rewards here: with these ``W_s``, ``W_h`` and ``v`` each energy increases with every
+coordinate of the key, so ``h_3`` wins whatever the query.
 
-Points: a recognised wrong formula (the usual mistakes, see :func:`_energy_mistake`) earns
-nothing, even where E10.1's identity matrices and ``v = [1, 1]`` hide it; a function that is
-right on E10.1 but fails on other inputs for a reason the check cannot name keeps one point.
-A function that hands the work to ``course_utils.attention`` (the reference the checks compare
-with) earns nothing: the exercise is to write it in NumPy.
-
-:func:`try_run` is what the exercise's "your function on the E10.1 inputs" cells call, so
-that Run All on an unfinished exercise reaches every check and the score.
+Points: a recognised wrong formula (:func:`_energy_mistake`) earns nothing, even where E10.1's
+identity matrices hide it; a function right on E10.1 but wrong elsewhere for a reason the check
+cannot name keeps one point; one that hands the work to ``course_utils.attention`` earns
+nothing. The notebook shows results through :func:`try_run`, so Run All always ends.
 """
 
 from __future__ import annotations
@@ -26,13 +25,13 @@ import numpy as np
 
 from course_utils.attention import additive_attention
 from course_utils.attention import softmax as reference_softmax
-from course_utils.checks.calling import CheckFailed, student_line, try_run
+from course_utils.checks.calling import CheckFailed, call_student, student_line, try_run
 from course_utils.checks.framework import Exercise
 from course_utils.checks.hints import named_mistake
 from course_utils.checks.probes import fresh_seed
 
-__all__ = ["EXERCISE", "INPUTS", "check_context", "check_energies", "check_most_attended",
-           "check_softmax", "try_run"]
+__all__ = ["EXERCISE", "INPUTS", "SECOND_QUERY", "check_context", "check_energies",
+           "check_most_attended", "check_softmax", "check_winner", "try_run"]
 
 EXERCISE = Exercise("E10.1", "Attention computed by hand")
 
@@ -47,6 +46,9 @@ INPUTS = {
     "W_h": np.eye(2),
     "v": np.array([1.0, 1.0]),
 }
+
+#: Part 4's second query, for the prediction the student writes before computing it.
+SECOND_QUERY = np.array([0.5, -0.5])
 
 _TOLERANCE = 1e-6
 
@@ -357,7 +359,7 @@ def check_softmax(softmax: Callable) -> str:
 # ------------------------------------------------------------------------------ context
 
 
-@EXERCISE.check("context", points=2, target="compute_context", own_work=REFERENCE)
+@EXERCISE.check("context", points=1, target="compute_context", own_work=REFERENCE)
 def check_context(compute_context: Callable) -> str:
     """``compute_context(weights, encoder_states)`` -> ``(enc_dim,)``."""
     rng = np.random.default_rng(fresh_seed(3))
@@ -387,6 +389,14 @@ def check_context(compute_context: Callable) -> str:
 # ------------------------------------------------------------------------ most attended
 
 
+def _position(answer: object, what: str, where: str = "") -> int:
+    """The student's answer as a position, or CheckFailed unless it is an int (not a bool)."""
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, np.integer)):
+        raise CheckFailed(f"{what} must return a position as an int; got "
+                          f"{type(answer).__name__}{where}")
+    return int(answer)
+
+
 @EXERCISE.check("most_attended", points=1, target="most_attended", own_work=REFERENCE)
 def check_most_attended(most_attended: Callable) -> str:
     """``most_attended(weights)`` -> the position j (1, 2, 3, ...) with the largest weight."""
@@ -397,11 +407,7 @@ def check_most_attended(most_attended: Callable) -> str:
         np.array([0.05, 0.1, 0.15, 0.2, 0.5]),
     ]
     for weights in cases:
-        answer = most_attended(weights.copy())
-        if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, np.integer)):
-            raise CheckFailed(
-                f"most_attended must return a position as an int; got {type(answer).__name__}"
-            )
+        answer = _position(most_attended(weights.copy()), "most_attended")
         expected = int(np.argmax(weights)) + 1
         if answer == expected - 1:
             raise CheckFailed(
@@ -413,11 +419,82 @@ def check_most_attended(most_attended: Callable) -> str:
     return "the position with the largest weight, counted from 1"
 
 
-EXERCISE.manual_question(
-    "why",
-    points=2,
-    prompt=(
-        "Which encoder state gets the most attention, and why? Explain with the energies: "
-        "what does that state share with the decoder state, and what does tanh do to the gap?"
-    ),
-)
+# ------------------------------------------------------------------------------ winner
+
+
+def _winner_cases(seed: int = 11) -> list[tuple[str, dict[str, np.ndarray]]]:
+    """E10.1, its second query, v turned negative, then fresh inputs (four with every size 3,
+    where a mixed-up formula still runs, two of other sizes), none with a near tie."""
+    rng = np.random.default_rng(fresh_seed(seed))
+    second = {**INPUTS, "decoder_state": SECOND_QUERY}
+    cases = [("the E10.1 inputs", INPUTS), ("the second query s_0' = [0.5, -0.5]", second),
+             ("the second query with v = [-1, -1]", {**second, "v": -INPUTS["v"]})]
+    while len(cases) < 9:
+        size = 3 if len(cases) < 7 else int(rng.integers(4, 6))
+        inputs = _random_inputs(int(rng.integers(1 << 30)), dec_dim=3, enc_dim=size,
+                                attn_dim=3, src_len=int(rng.integers(3, 7)))
+        top = np.sort(additive_attention(**_rename(inputs)).energies)[-2:]
+        if top[1] - top[0] >= 0.05:
+            cases.append(("inputs you have not seen", inputs))
+    return cases
+
+
+def _winners(energies_of: Callable, cases: list) -> list[int | None]:
+    """Per case, the position (from 1) of ``energies_of``'s largest value; None: cannot run."""
+    found: list[int | None] = []
+    for _, inputs in cases:
+        try:
+            with np.errstate(all="ignore"):
+                found.append(int(np.argmax(energies_of(*_args(inputs)))) + 1)
+        except ValueError:
+            found.append(None)
+    return found
+
+
+@EXERCISE.check("winner", points=1, target="winner", own_work=REFERENCE)
+def check_winner(winner: Callable) -> str:
+    """``winner(decoder_state, encoder_states, W_s, W_h, v)`` -> the position j (from 1) of
+    the encoder state with the largest weight, for any query and any parameters."""
+    cases, got, failed = _winner_cases(), [], None
+    for where, inputs in cases:
+        try:
+            got.append(_position(call_student(winner, *_args(inputs), given=where), "winner",
+                                 f" on {where}"))
+        except CheckFailed as error:  # named below if an earlier answer explains it
+            failed = error
+            break
+    right = _winners(lambda *a: additive_attention(*a).energies, cases)[:len(got)]
+    wrong = [i for i, (g, r) in enumerate(zip(got, right)) if g != r]
+    if not wrong:
+        if failed is not None:
+            raise failed
+        return "the winning position is right for every query, E10.1's and unseen ones"
+    mistakes = [
+        ([r - 1 for r in right], "positions are numbered from 1, as in h_1, h_2, h_3: your "
+                                 "answers look like 0-based indices"),
+        (_winners(lambda *a: -additive_attention(*a).energies, cases), "that is the state "
+         "with the smallest energy: the largest energy gets the largest weight"),
+        ([right[0]] * len(got), "it gives E10.1's answer whatever it is given: does it use "
+                                "its arguments, or the notebook's `s0`, `h`, `W_s`, `W_h`, `v`?"),
+        (_winners(lambda s, H, W_s, W_h, v: H.sum(axis=1), cases), "that is the state with "
+         "the largest sum of entries: a rule that holds for E10.1's identity matrices and "
+         "positive v, not in general; compute the energies from the arguments"),
+        *[(_winners(formula, cases), f"these are the winners of a wrong energy formula: {hint}. "
+           "Does `winner` use your `compute_energies`, and does it pass its check?")
+          for hint, formula in _ENERGY_MISTAKES],
+    ]
+    for answers, hint in mistakes:  # a mistake that explains every answer, a wrong one too
+        if all(a in (None, g) for a, g in zip(answers, got)) and any(
+                answers[i] == got[i] for i in wrong):
+            raise CheckFailed(hint.format(**_sizes(cases[wrong[0]][1])))
+    raise CheckFailed(f"on {cases[wrong[0]][0]}, that position does not have the largest weight")
+
+
+EXERCISE.manual_question("predict", points=1, prompt=(
+    "Before computing it: which state wins for the second query s_0' = [0.5, -0.5], with the "
+    "same h_j, W_s, W_h and v, and why do you expect it? (A reason earns the point, right or "
+    "wrong.)"))
+EXERCISE.manual_question("why", points=2, prompt=(
+    "What does additive attention reward here? Compare your prediction with the result: which "
+    "keys win with these W_s, W_h and v, does the query decide it, and is it similarity "
+    "between the query and the key?"))
