@@ -15,7 +15,8 @@ ways, each output token compared with the reference token at the same position.
 - :func:`teacher_forced_predictions`: at every position, the model's most likely word when
   fed the reference prefix (one forward pass, as in training, in eval mode);
 - free running: :func:`course_utils.decoding.greedy_decode_pairs`, fed its own outputs;
-- :func:`compare_positions`: the share of sentences right at each position, both ways.
+- :func:`compare_positions`: the share of sentences right at each position, both ways;
+- :func:`plot_accuracy_by_position`: both curves in one figure (notebook 4, section 8).
 
 Until its first mistake, greedy decoding is fed exactly the reference prefix, so it predicts
 what teacher forcing predicts: the two can only part after a mistake. Comparing position by
@@ -29,8 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 
 from course_utils.data import Pair, Vocab, collate
 from course_utils.decoding import greedy_decode_pairs
@@ -41,6 +44,7 @@ __all__ = [
     "PositionAccuracy",
     "accuracy_by_position",
     "compare_positions",
+    "plot_accuracy_by_position",
     "teacher_forced_predictions",
 ]
 
@@ -166,3 +170,26 @@ def accuracy_by_position(
             for tokens in decoded.tokens]
     references = [[*target, Vocab.eos_id] for _, target in pairs]
     return compare_positions(forced, free, references)
+
+
+def plot_accuracy_by_position(
+    accuracy: PositionAccuracy, *, min_sentences: int = 20,
+    title: str = "Two ways of feeding the model",
+) -> Figure:
+    """Notebook 4, section 8: the share of words equal to the reference at each target
+    position, teacher-forced (solid, circles) against free-running (dashed, squares), over
+    the positions at least ``min_sentences`` references reach (fewer make a noisy point)."""
+    shown = accuracy.sentences >= min_sentences
+    if not shown.any():
+        raise ValueError(f"no position is reached by {min_sentences} references (the most is "
+                         f"{int(accuracy.sentences.max())}); lower min_sentences")
+    positions = accuracy.positions[shown]
+    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    ax.plot(positions, accuracy.teacher_forced[shown], "o-",
+            label="teacher-forced: fed the reference's previous word")
+    ax.plot(positions, accuracy.free_running[shown], "s--",
+            label="free-running (greedy): fed its own previous word")
+    ax.set(xlabel="target position i", ylabel="share of words equal to the reference",
+           ylim=(0, 1), title=title, xticks=[1, *range(5, int(positions[-1]) + 1, 5)])
+    ax.legend(loc="upper right")
+    return fig

@@ -6,7 +6,8 @@ is chosen by a rule, so the reading stays true for whatever model a run produces
 confident crossing (:func:`course_utils.alignment.find_examples`), the one closest to its
 reference; :func:`read_alignment` says in words what the heatmap shows (the near-diagonal,
 the crossing, one-to-many links) and what a hard alignment (one source word per output word,
-the row's arg max) keeps of the soft one and what it throws away.
+the row's arg max) keeps of the soft one and what it throws away; :func:`plot_reading` draws
+the heatmap those lines read.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import sacrebleu
+from matplotlib.figure import Figure
 
 from course_utils.alignment import (
     Example,
@@ -24,9 +26,10 @@ from course_utils.alignment import (
     one_to_many,
     word_class,
 )
+from course_utils.plotting import plot_attention
 from course_utils.translation import Translation
 
-__all__ = ["best_translated_reordering", "read_alignment"]
+__all__ = ["best_translated_reordering", "plot_reading", "read_alignment"]
 
 
 def best_translated_reordering(
@@ -103,3 +106,14 @@ def read_alignment(translation: Translation, crossing: Example | None = None) ->
     lines.append("English words no German word reads most: "
                  + (", ".join(repr(w) for w in unread) if unread else "none"))
     return lines
+
+
+def plot_reading(translation: Translation, crossing: Example | None = None, *,
+                 title: str = "One translation") -> Figure:
+    """Notebook 4, section 7: the heatmap :func:`read_alignment` reads: ``translation``'s
+    attention over the English words, a dot on each row's largest weight (the hard
+    alignment) and the cells of ``crossing`` outlined; the title quotes the translation."""
+    return plot_attention(translation.word_attention, translation.source_tokens,
+                          translation.output_tokens, mark_alignment=True,
+                          highlight_cells=crossing.cells if crossing is not None else (),
+                          title=f"{title}: “{translation.text}”\n(dots: the hard alignment)")

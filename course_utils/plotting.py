@@ -1,4 +1,6 @@
-"""Plots every notebook shares: attention heatmaps and bar charts of weights.
+"""Plots every notebook shares: attention heatmaps and bar charts of weights; and the few
+result plots of notebooks 1 and 4 (what a fixed context remembers, loss curves, BLEU by length),
+so that the code on those pages is the lesson and each plot is one call.
 
 Each function draws on ``ax`` when given (so notebooks can build grids) and returns the
 matplotlib ``Figure``, which tests inspect and notebooks can save. The diagrams of the model
@@ -16,8 +18,8 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Sequence
-from typing import Any, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -29,17 +31,25 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.textpath import TextToPath
 from numpy.typing import ArrayLike
 
-from course_utils.colours import BLUE, ORANGE, VERMILLION
+from course_utils.colours import BLUE, ORANGE, PALETTE, VERMILLION
 from course_utils.diagrams import plot_decoding_step, plot_encoder_decoder
 from course_utils.tensors import to_numpy
+
+if TYPE_CHECKING:  # for the annotations only: drawing a heatmap needs no PyTorch
+    from course_utils.metrics import LengthComparison
+    from course_utils.training import History
 
 __all__ = [
     "MIN_FONTSIZE",
     "NOTEBOOK_WIDTH",
     "plot_attention",
     "plot_attention_grid",
+    "plot_bleu_by_length",
+    "plot_bottleneck",
     "plot_decoding_step",
     "plot_encoder_decoder",
+    "plot_energies_and_weights",
+    "plot_loss_curves",
     "plot_weights",
 ]
 
@@ -376,4 +386,111 @@ def plot_weights(
         ax.set_ylim(min(ylim[0], float(values.min()) * 1.15), top)
     ax.set_ylabel(ylabel)
     ax.set_title(_wrap(title, 12, fig.get_figwidth() - 0.2))
+    return fig
+
+
+def plot_energies_and_weights(
+    energies: ArrayLike, weights: ArrayLike, labels: Sequence[str], *, step: int | str = "i"
+) -> Figure:
+    """Notebook 1, section 4: one decoding step's energies beside its softmax weights, a bar
+    per encoder state, the winner highlighted in both. ``step`` is the ``i`` of the titles'
+    :math:`e_{ij}` and :math:`\\alpha_{ij}`."""
+    energies, weights = _as_numpy(energies), _as_numpy(weights)
+    if energies.shape != weights.shape:
+        raise ValueError(f"need one weight per energy; got energies of shape {energies.shape} "
+                         f"and weights of shape {weights.shape}")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(NOTEBOOK_WIDTH, 3.2), layout="constrained")
+    # room below a negative bar for its printed value
+    plot_weights(energies, labels, ax=left, title=f"Energies $e_{{{step}j}}$", ylabel="energy",
+                 ylim=(min(0.0, 1.4 * float(energies.min())), 1.0))
+    plot_weights(weights, labels, ax=right, title=rf"Weights $\alpha_{{{step}j}}$")
+    _ticks_inside(left)
+    return fig
+
+
+def _ticks_inside(ax: Axes) -> None:
+    """Keep only the y ticks within the axes' limits (no label hangs, unseen, outside them)."""
+    low, high = ax.get_ylim()
+    ax.set_yticks([t for t in ax.get_yticks() if low <= t <= high])
+
+
+def plot_bottleneck(
+    recall: Sequence[ArrayLike], *, state_dim: int, word_dim: int, show_length: int = 20
+) -> Figure:
+    """Notebook 1, section 1: how much of a sequence one final state remembers.
+
+    ``recall[k]`` holds the :math:`R^2` of each word of sequences of length ``k + 1`` (one
+    value per position). Left: the mean against the length, under the ceiling that
+    ``state_dim`` numbers put on any linear read-out of ``word_dim * T`` numbers. Right: the
+    value per position for sequences of ``show_length`` words."""
+    values = [_as_numpy(r) for r in recall]  # values[T - 1]: (T,)
+    if [len(r) for r in values] != list(range(1, len(values) + 1)):
+        raise ValueError("recall[k] must hold one value per position of a sequence of k + 1 "
+                         f"words; got lengths {[len(r) for r in values][:5]} ...")
+    if not 1 <= show_length <= len(values):
+        raise ValueError(f"show_length must be between 1 and {len(values)}; got {show_length}")
+    lengths = np.arange(1, len(values) + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(NOTEBOOK_WIDTH, 3.6), layout="constrained")
+    left.plot(lengths, [r.mean() for r in values], "o-", color=BLUE,
+              label=f"measured: random RNN, d = {state_dim}")
+    left.plot(lengths, np.minimum(1, state_dim / (word_dim * lengths)), "k--",
+              label=f"ceiling: d / ({word_dim}T)")
+    left.set(xlabel="sentence length T", ylabel="fraction recovered ($R^2$)",
+             title="What one final state remembers", ylim=(0, 1.05))
+    left.legend(loc="upper right", fontsize=MIN_FONTSIZE)  # over the flat tails
+    right.bar(np.arange(1, show_length + 1), values[show_length - 1], color=BLUE)
+    right.set(xlabel="word position j", ylabel="$R^2$ for word j", ylim=(0, 1.05),
+              title=f"T = {show_length}: which words survive",
+              xticks=sorted({1, *range(5, show_length + 1, 5)}))
+    for ax in (left, right):
+        _ticks_inside(ax)
+    return fig
+
+
+def _model_colour(name: str, k: int) -> str:
+    """The same colour for a model in every plot: attention blue, vanilla orange."""
+    return {"attention": BLUE, "vanilla": ORANGE}.get(name, PALETTE[(k + 2) % len(PALETTE)])
+
+
+def plot_loss_curves(
+    histories: Mapping[str, History], *, title: str = "Training and validation loss"
+) -> Figure:
+    """Notebook 4, section 2: each model's training loss (dashed, circles) and validation
+    loss (solid, squares) per epoch, a colour per model."""
+    if not histories or any(not h.epoch for h in histories.values()):
+        raise ValueError("histories must map each model's name to a History of at least one "
+                         f"epoch; got {({n: len(h.epoch) for n, h in histories.items()})}")
+    fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
+    for k, (name, history) in enumerate(histories.items()):
+        colour = _model_colour(name, k)
+        ax.plot(history.epoch, history.train_loss, "o--", color=colour, label=f"{name}: training")
+        ax.plot(history.epoch, history.val_loss, "s-", color=colour, label=f"{name}: validation")
+    epochs = sorted({e for h in histories.values() for e in h.epoch})
+    ax.set(xlabel="epoch", ylabel="cross-entropy per target token", xticks=epochs, title=title)
+    ax.legend(loc="best")
+    return fig
+
+
+def plot_bleu_by_length(comparison: LengthComparison, *, title: str = "BLEU by source length"
+                        ) -> Figure:
+    """Notebook 4, section 4: BLEU per source-length bucket, a bar per model (the baseline
+    first) with its bootstrap interval, each bucket labelled with its number of sentences."""
+    buckets = list(comparison.counts)
+    models = [comparison.baseline, *(m for m in comparison.models if m != comparison.baseline)]
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    width = 0.8 / len(models)
+    for k, name in enumerate(models):
+        scores = [comparison.bleu[name][b] for b in buckets]  # None: an empty bucket
+        heights = [s.value if s else 0.0 for s in scores]
+        errors = [[s.value - s.low if s else 0.0 for s in scores],
+                  [s.high - s.value if s else 0.0 for s in scores]]
+        offsets = np.arange(len(buckets)) + (k - (len(models) - 1) / 2) * width
+        bars = ax.bar(offsets, heights, width, yerr=errors, capsize=3,
+                      color=_model_colour(name, k), label=name)
+        ax.bar_label(bars, fmt="%.1f", fontsize=MIN_FONTSIZE, label_type="center", color="white")
+    ax.set_xticks(np.arange(len(buckets)),
+                  [f"{b} tokens\n({comparison.counts[b]} sentences)" for b in buckets])
+    level = f"{comparison.confidence:.0%}"
+    ax.set(ylabel=f"BLEU ({level} interval)", title=title)
+    ax.legend()
     return fig

@@ -7,7 +7,12 @@ notebook 6; :func:`load_pairs` and :func:`prepare_data` load (and tokenize) the 
 :func:`find_or_train_attention_checkpoints` finds notebook 4's attention model after each
 epoch, or trains a small one; :func:`find_or_train_exercise_checkpoint` chooses the model
 exercise E10.3 reads (the student's own from E10.2, else notebook 4's) and says whose it is.
-Using a trained model (translating, BLEU on a test split) is :mod:`course_utils.translation`.
+
+Notebook 4's bookkeeping, so that its cells show the training and the comparison rather than
+the printing: :func:`describe_splits` (section 1), :func:`start_epoch_checkpoints` and
+:func:`save_final_checkpoints` (section 2), :func:`bleu_table` (section 3) and
+:func:`side_by_side` (section 6). Using a trained model (translating, BLEU on a test split) is
+:mod:`course_utils.translation`.
 
 Under ``COURSE_QUICK`` the data come from the small sample committed with the tests (a student
 handout carries it in ``data/``), so smoke tests need no download; the real configurations read
@@ -17,11 +22,12 @@ the full data (from ``MULTI30K_DIR``, the copy a handout bundles, or a download:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
+import numpy as np
 import torch
 
 from course_utils.checkpoints import (
@@ -34,10 +40,11 @@ from course_utils.checkpoints import (
     save_checkpoint,
 )
 from course_utils.config import scaled
-from course_utils.models import build_model
+from course_utils.metrics import BleuResult
+from course_utils.models import Seq2Seq, build_model
 from course_utils.multi30k import load_sample_split, load_split
 from course_utils.text import TranslationData, build_translation_data
-from course_utils.training import RunConfig, seed_everything, train
+from course_utils.training import History, RunConfig, seed_everything, train
 
 __all__ = [
     "CPU",
@@ -46,14 +53,20 @@ __all__ = [
     "TEST_SPLITS",
     "ExerciseCheckpoint",
     "Multi30kConfig",
+    "ScoredOutputs",
+    "bleu_table",
+    "describe_splits",
     "exercise_config",
     "find_or_train_attention_checkpoints",
     "find_or_train_exercise_checkpoint",
     "load_pairs",
     "multi30k_config",
     "prepare_data",
+    "save_final_checkpoints",
     "score_comparison_config",
+    "side_by_side",
     "small_config",
+    "start_epoch_checkpoints",
 ]
 
 TEST_SPLITS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
@@ -236,3 +249,111 @@ def find_or_train_exercise_checkpoint(
         chosen = ExerciseCheckpoint(final, "small" if small else "notebook 4", looked_for)
     print(chosen.banner)
     return chosen
+
+
+# ------------------------------------------------------------- notebook 4's bookkeeping
+
+
+def describe_splits(data: TranslationData, examples: int = 3) -> str:
+    """Notebook 4, section 1: each split's number of sentence pairs, then the first
+    ``examples`` training pairs as raw text."""
+    lines = [f"{'split':18s}{'sentences':>10s}"]
+    lines += [f"{split:18s}{len(pairs):10,d}" for split, pairs in data.raw.items()]
+    for english, german in data.raw.get("train", [])[:examples]:
+        lines += ["", f"EN: {english}", f"DE: {german}"]
+    return "\n".join(lines)
+
+
+def start_epoch_checkpoints(model: Seq2Seq, data: TranslationData,
+                            config: Multi30kConfig) -> EpochSaver:
+    """Notebook 4, section 2: save the untrained attention ``model`` now (epoch 0) in
+    ``MULTI30K_RUN``, and return the ``on_epoch_end`` callback that saves it after every
+    epoch of :func:`~course_utils.training.train`, so that notebook 5 can watch its
+    alignments form."""
+    save_epoch = EpochSaver(MULTI30K_RUN, data.src_vocab, data.tgt_vocab,
+                            tokenizers=data.tokenizer_settings(), extra={"config": config.name})
+    save_epoch(0, model, None)
+    return save_epoch
+
+
+def save_final_checkpoints(models: Mapping[str, Seq2Seq], histories: Mapping[str, History],
+                           data: TranslationData, config: Multi30kConfig) -> str:
+    """Notebook 4, section 2: save each trained model (``"attention"``, ``"vanilla"``) with
+    its vocabularies, tokenizer settings and history in ``MULTI30K_RUN``, where notebook 5
+    and the exercises read them; return a line per model (its training time, from its
+    history, and its final validation loss) and one for both."""
+    if set(models) != set(histories) or any(not histories[n].epoch for n in histories):
+        raise ValueError(f"need a trained history per model; got models {sorted(models)} and "
+                         f"histories {({n: len(h.epoch) for n, h in histories.items()})}")
+    lines, total, devices = [], 0.0, set()
+    for name, model in models.items():
+        history = histories[name]
+        save_checkpoint(MULTI30K_RUN.checkpoint(name), model, data.src_vocab, data.tgt_vocab,
+                        history, tokenizers=data.tokenizer_settings(),
+                        extra={"config": config.name})
+        total += history.seconds[-1]
+        devices.add(next(model.parameters()).device.type)
+        lines.append(f"{name:9s}: trained in {history.seconds[-1] / 60:.1f} min, final "
+                     f"validation loss {history.val_loss[-1]:.3f}")
+    lines.append(f"both models: {total / 60:.1f} min on {', '.join(sorted(devices))}; "
+                 f"saved in {display_path(MULTI30K_RUN.path)}")
+    return "\n".join(lines)
+
+
+class ScoredOutputs(Protocol):
+    """What :func:`course_utils.translation.evaluate_bleu` returns, as far as the tables
+    below read it."""
+
+    bleu: BleuResult
+    hypotheses: list[str]
+    references: list[str]
+    source_lengths: list[int]
+
+
+def bleu_table(evaluations: Mapping[tuple[str, str], ScoredOutputs],
+               baseline: str = "vanilla") -> str:
+    """Notebook 4, section 3: test BLEU per test set (a row) and model (a column, the
+    ``baseline`` first), each other model's gain over the baseline, and sacreBLEU's signature.
+    ``evaluations`` maps ``(model, split)`` to the result of ``evaluate_bleu``."""
+    models = list(dict.fromkeys(m for m, _ in evaluations))
+    splits = list(dict.fromkeys(s for _, s in evaluations))
+    if baseline not in models or len(models) < 2:
+        raise ValueError(f"need the baseline {baseline!r} and at least one other model; "
+                         f"got models {models}")
+    missing = [(m, s) for m in models for s in splits if (m, s) not in evaluations]
+    if missing:
+        raise ValueError(f"every model needs every split; missing {missing}")
+    others = [m for m in models if m != baseline]
+    gains = ["gain"] if len(others) == 1 else [f"gain {m}" for m in others]
+    columns = [baseline, *others]
+    lines = [f"{'test set':18s}{'sentences':>10s}" + "".join(f"{m:>{len(m) + 2}s}" for m in columns)
+             + "".join(f"{g:>{len(g) + 3}s}" for g in gains)]
+    for split in splits:
+        scores = {m: evaluations[m, split].bleu.score for m in columns}
+        row = f"{split:18s}{evaluations[baseline, split].bleu.n:10d}"
+        row += "".join(f"{scores[m]:{len(m) + 2}.1f}" for m in columns)
+        row += "".join(f"{scores[m] - scores[baseline]:+{len(g) + 3}.1f}"
+                       for m, g in zip(others, gains))
+        lines.append(row)
+    lines += ["", f"sacreBLEU signature: {evaluations[others[0], splits[0]].bleu.signature}"]
+    return "\n".join(lines)
+
+
+def side_by_side(sources: Sequence[str], evaluations: Mapping[str, ScoredOutputs],
+                 near_lengths: Sequence[int] = (7, 14, 24)) -> str:
+    """Notebook 4, section 6: for each of ``near_lengths``, the source sentence whose length
+    (in tokens) is closest to it, its reference and each model's translation."""
+    if not evaluations:
+        raise ValueError("evaluations must map at least one model's name to its outputs")
+    first = next(iter(evaluations.values()))
+    if any(len(e.hypotheses) != len(sources) for e in evaluations.values()):
+        raise ValueError(f"need one output per source sentence ({len(sources)}) from each model")
+    lengths = np.array(first.source_lengths)
+    blocks = []
+    for target in near_lengths:
+        i = int(np.argmin(np.abs(lengths - target)))
+        lines = [f"source ({lengths[i]} tokens): {sources[i]}",
+                 f"  {'reference:':11s}{first.references[i]}"]
+        lines += [f"  {name + ':':11s}{e.hypotheses[i]}" for name, e in evaluations.items()]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)

@@ -17,18 +17,24 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+import test_result_plots as result_plots  # the same data as the content tests
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from course_utils.exposure_bias import plot_accuracy_by_position
 from course_utils.plotting import (
     MIN_FONTSIZE,
     NOTEBOOK_WIDTH,
     plot_attention,
     plot_attention_grid,
+    plot_bleu_by_length,
+    plot_bottleneck,
     plot_decoding_step,
     plot_encoder_decoder,
+    plot_energies_and_weights,
+    plot_loss_curves,
     plot_weights,
 )
 
@@ -91,6 +97,19 @@ FIGURES = {
     "encoder-decoder, last step": lambda: plot_encoder_decoder(
         ["a", "dog", "runs", "in", "the", "park", "."],
         ["ein", "hund", "rennt", "im", "park", "."], step=6),
+    # notebooks 1 and 4's result plots, on data like theirs (tests/test_result_plots.py)
+    "bottleneck, notebook 1": lambda: plot_bottleneck(result_plots.fading_recall(),
+                                                      state_dim=16, word_dim=4),
+    "energies and weights, notebook 1": lambda: plot_energies_and_weights(
+        [1.52, 2.01, -0.92], [0.37, 0.60, 0.03], ["$h_1$=[-1,2]", "$h_2$=[-1,0]", "$h_3$=[2,-1]"],
+        step=2),
+    "loss curves, notebook 4": lambda: plot_loss_curves(
+        result_plots.histories(), title="Training and validation loss, same budget"),
+    "BLEU by length, notebook 4": lambda: plot_bleu_by_length(
+        result_plots.comparison(), title="BLEU by source length (test_2016_flickr)"),
+    "accuracy by position, notebook 4": lambda: plot_accuracy_by_position(
+        result_plots.position_accuracy(),
+        title="The attention model, two ways of feeding it (test_2016_flickr)"),
 }
 
 

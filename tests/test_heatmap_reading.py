@@ -1,11 +1,12 @@
 """Notebook 4's heatmap read in class: the sentence is chosen by a rule, and its reading
 (diagonal, crossing, one-to-many, what the hard alignment keeps) follows from the weights."""
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
 
-from course_utils.heatmap_reading import best_translated_reordering, read_alignment
+from course_utils.heatmap_reading import best_translated_reordering, plot_reading, read_alignment
 from course_utils.translation import Translation
 
 ENGLISH = "a man sits on the red chair in the park".split()  # 10 tokens
@@ -72,3 +73,18 @@ def test_bad_input_is_a_clear_error():
     vanilla = Translation(ENGLISH, ["ein"], "ein", None)
     with pytest.raises(ValueError, match="no attention"):
         best_translated_reordering([vanilla], [REFERENCE])
+
+
+def test_the_heatmap_read_marks_each_rows_hard_alignment_and_outlines_the_crossing():
+    _, crossing = best_translated_reordering([SWAPPED], [REFERENCE])
+    fig = plot_reading(SWAPPED, crossing, title="Test sentence 3")
+    ax = fig.axes[0]
+    [dots] = [c for c in ax.collections if c.get_label() == "hard alignment"]
+    columns = np.floor(dots.get_offsets()[:, 0])  # one dot per German word, in its arg max
+    assert list(columns) == [0, 1, 2, 7, 8, 9, 3, 4, 5, 6]
+    outlined = sorted((int(p.get_y()), int(p.get_x())) for p in ax.patches
+                      if p.get_edgecolor()[:3] != (1.0, 1.0, 1.0) and not p.get_fill())
+    assert outlined == sorted(crossing.cells) and outlined
+    assert ax.get_title().startswith("Test sentence 3: “ein mann sitzt in dem park")
+    assert "(dots: the hard alignment)" in ax.get_title()
+    plt.close(fig)

@@ -1,0 +1,155 @@
+"""The result plots of notebooks 1 and 4 show what their sections read off them: each is one
+call in the notebook, so what it must draw is stated here (the figure rules, width and type
+size, are ``tests/test_figure_rules.py``'s, which draws these figures too)."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from matplotlib.colors import to_hex
+
+from course_utils.colours import BLUE, ORANGE
+from course_utils.exposure_bias import PositionAccuracy, plot_accuracy_by_position
+from course_utils.metrics import Interval, LengthComparison
+from course_utils.plotting import (
+    plot_bleu_by_length,
+    plot_bottleneck,
+    plot_energies_and_weights,
+    plot_loss_curves,
+)
+from course_utils.training import History
+
+
+def fading_recall(longest: int = 30) -> list[np.ndarray]:
+    """Like notebook 1's measurement: of a sequence of T words, the last ones survive best."""
+    return [np.exp(-(np.arange(n, 0, -1) - 1) / 2.5) * min(1.0, 4 / n)
+            for n in range(1, longest + 1)]
+
+
+def histories() -> dict[str, History]:
+    """Five epochs of two models, the training loss above the validation loss at first."""
+    epochs = [1, 2, 3, 4, 5]
+    return {
+        "attention": History(epochs, [3.9, 2.4, 2.0, 1.7, 1.4], [2.6, 2.1, 1.9, 1.8, 1.7]),
+        "vanilla": History(epochs, [4.2, 2.9, 2.5, 2.2, 1.9], [3.1, 2.6, 2.4, 2.3, 2.2]),
+    }
+
+
+def comparison(empty_long: bool = False) -> LengthComparison:
+    """BLEU by length as ``compare_by_length`` returns it for notebook 4's two models."""
+    bleu = {"vanilla": {"< 10": Interval(25.6, 21.5, 30.0), "10-20": Interval(20.3, 19.0, 21.7),
+                        "> 20": Interval(9.6, 6.9, 12.2)},
+            "attention": {"< 10": Interval(32.0, 27.8, 36.7), "10-20": Interval(29.7, 27.8, 31.3),
+                          "> 20": Interval(16.0, 12.7, 19.4)}}
+    if empty_long:
+        bleu["vanilla"]["> 20"] = bleu["attention"]["> 20"] = None
+    return LengthComparison(models=("vanilla", "attention"), baseline="vanilla",
+                            counts={"< 10": 179, "10-20": 767, "> 20": 0 if empty_long else 54},
+                            bleu=bleu, gain={}, drop={}, gain_growth={}, drop_gap={},
+                            confidence=0.95, resamples=1000)
+
+
+def position_accuracy() -> PositionAccuracy:
+    """Like notebook 4's measurement on 1,000 test sentences: both ways right at position 1,
+    free running falling further behind; few references reach the last positions."""
+    positions = np.arange(1, 31)
+    sentences = np.where(positions <= 12, 1000.0, 1000.0 * np.exp(-(positions - 12) / 3))
+    forced = np.clip(0.88 - 0.02 * positions, 0.55, 1) + 0.01 * (positions % 3)
+    free = 0.88 * np.exp(-(positions - 1) / 8)
+    return PositionAccuracy(sentences, forced, free)
+
+
+def bar_heights(ax) -> list[float]:
+    return [round(p.get_height(), 6) for p in ax.patches]
+
+
+def test_the_bottleneck_plot_shows_mean_recall_under_its_ceiling_and_one_lengths_words():
+    recall = fading_recall()
+    fig = plot_bottleneck(recall, state_dim=16, word_dim=4, show_length=20)
+    left, right = fig.axes
+    measured, ceiling = left.get_lines()
+    np.testing.assert_allclose(measured.get_ydata(), [r.mean() for r in recall])
+    lengths = np.arange(1, 31)
+    np.testing.assert_allclose(ceiling.get_ydata(), np.minimum(1, 16 / (4 * lengths)))
+    assert "d / (4T)" in ceiling.get_label() and "d = 16" in measured.get_label()
+    np.testing.assert_allclose(bar_heights(right), recall[19].round(6))  # T = 20, word by word
+    assert right.get_title() == "T = 20: which words survive"
+    plt.close(fig)
+
+
+def test_the_bottleneck_plot_refuses_recall_that_is_not_one_value_per_word():
+    with pytest.raises(ValueError, match="one value per position"):
+        plot_bottleneck([np.ones(1), np.ones(3)], state_dim=16, word_dim=4, show_length=1)
+    with pytest.raises(ValueError, match="show_length must be between 1 and 30"):
+        plot_bottleneck(fading_recall(), state_dim=16, word_dim=4, show_length=31)
+
+
+def test_energies_and_weights_show_the_same_winner_and_room_for_a_negative_energy():
+    energies = np.array([1.5232, 2.0052, -0.9242])
+    weights = np.exp(energies) / np.exp(energies).sum()
+    fig = plot_energies_and_weights(energies, weights, ["h1", "h2", "h3"], step=2)
+    left, right = fig.axes
+    assert bar_heights(left) == list(energies.round(6))
+    np.testing.assert_allclose(bar_heights(right), weights, atol=1e-6)
+    for ax in (left, right):  # the winner, h_2, is the orange bar in both panels
+        assert [to_hex(p.get_facecolor()) for p in ax.patches] == [BLUE.lower(), ORANGE.lower(),
+                                                                  BLUE.lower()]
+    assert left.get_title() == "Energies $e_{2j}$" and "alpha_{2j}" in right.get_title()
+    assert left.get_ylim()[0] < 1.3 * energies.min()  # the printed -0.92 stays inside
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one weight per energy"):
+        plot_energies_and_weights(energies, weights[:2], ["h1", "h2", "h3"])
+
+
+def test_loss_curves_draw_training_and_validation_of_each_model_in_its_colour():
+    fig = plot_loss_curves(histories(), title="same budget")
+    [ax] = fig.axes
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    assert set(lines) == {"attention: training", "attention: validation",
+                          "vanilla: training", "vanilla: validation"}
+    assert to_hex(lines["attention: validation"].get_color()) == BLUE.lower()
+    assert to_hex(lines["vanilla: training"].get_color()) == ORANGE.lower()
+    assert lines["vanilla: training"].get_linestyle() == "--"
+    assert lines["vanilla: validation"].get_linestyle() == "-"
+    assert list(lines["attention: validation"].get_ydata()) == [2.6, 2.1, 1.9, 1.8, 1.7]
+    assert list(ax.get_xticks()) == [1, 2, 3, 4, 5] and ax.get_title() == "same budget"
+    plt.close(fig)
+    with pytest.raises(ValueError, match="at least one epoch"):
+        plot_loss_curves({"attention": History()})
+
+
+def test_bleu_by_length_draws_the_baseline_first_with_each_interval_and_bucket_size():
+    fig = plot_bleu_by_length(comparison())
+    [ax] = fig.axes
+    assert bar_heights(ax) == [25.6, 20.3, 9.6, 32.0, 29.7, 16.0]  # vanilla's bars, then attention's
+    assert [to_hex(p.get_facecolor()) for p in ax.patches] == [ORANGE.lower()] * 3 + [BLUE.lower()] * 3
+    # each error bar spans its interval: the lines of the bars' vertical error segments
+    spans = sorted(tuple(np.round(seg[:, 1], 6)) for c in ax.collections for seg in c.get_segments())
+    assert (21.5, 30.0) in spans and (12.7, 19.4) in spans
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    assert labels == ["< 10 tokens\n(179 sentences)", "10-20 tokens\n(767 sentences)",
+                      "> 20 tokens\n(54 sentences)"]
+    assert ax.get_ylabel() == "BLEU (95% interval)"
+    plt.close(fig)
+
+
+def test_an_empty_bucket_is_drawn_empty_not_refused():
+    fig = plot_bleu_by_length(comparison(empty_long=True))
+    assert bar_heights(fig.axes[0])[2] == 0.0
+    plt.close(fig)
+
+
+def test_accuracy_by_position_draws_both_ways_over_positions_enough_references_reach():
+    accuracy = position_accuracy()
+    fig = plot_accuracy_by_position(accuracy, min_sentences=20)
+    [ax] = fig.axes
+    forced, free = ax.get_lines()
+    reached = accuracy.sentences >= 20
+    assert list(forced.get_xdata()) == list(accuracy.positions[reached])
+    assert reached.sum() < len(reached)  # the rarely reached positions are left out
+    np.testing.assert_allclose(forced.get_ydata(), accuracy.teacher_forced[reached])
+    np.testing.assert_allclose(free.get_ydata(), accuracy.free_running[reached])
+    assert "teacher-forced" in forced.get_label() and "free-running" in free.get_label()
+    assert ax.get_ylim() == (0.0, 1.0)
+    plt.close(fig)
+    with pytest.raises(ValueError, match="lower min_sentences"):
+        plot_accuracy_by_position(accuracy, min_sentences=5000)
