@@ -8,12 +8,15 @@ graded once whole and once as two shards of a batch engine's job array.
 import csv
 import json
 import shutil
+from dataclasses import asdict
 
 import nbformat
 import pytest
 from helpers import ROOT, calibrated_limits
 
 from course_utils.tools.grading import grade_folder, main
+from course_utils.tools.grading.limits import memory_enforcement
+from course_utils.tools.grading.sandbox import detect
 from course_utils.tools.grading.shards import RESULTS, MergeError, in_shard, merge, parse_shard
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
@@ -54,11 +57,11 @@ def graded(tmp_path_factory):
     for student, make in CLASS.items():
         nbformat.write(make(), subs / f"{student}.ipynb")
     whole = grade_folder("E10.1", subs, folder / "whole", limits=LIMITS, progress=False)
-    for k in (1, 2):
+    for k in (1, 2):  # shard 1 calibrates its time limits, shard 2 takes them as given
         assert main(["E10.1", str(subs), "--out", str(folder / f"shard-{k}"), "--shard",
                      f"{k}/2", "--quiet", "--cell-timeout", str(LIMITS.cell_seconds),
                      "--total-timeout", str(LIMITS.total_seconds), "--memory-mb",
-                     str(LIMITS.memory_mb)]) == 0
+                     str(LIMITS.memory_mb), *(["--no-calibrate"] if k == 2 else [])]) == 0
     return folder, {r.student: r for r in whole}
 
 
@@ -163,6 +166,49 @@ def test_shards_that_do_not_belong_together_are_refused(graded, tmp_path):
         assert not (tmp_path / "out" / "grades.csv").exists()
     with pytest.raises(MergeError, match="must not be one of the shard folders"):
         merge([one, two], one)
+
+
+def test_each_shard_records_its_sandbox_memory_enforcement_and_time_limits(graded):
+    folder, _ = graded
+    records = [json.loads((folder / f"shard-{k}" / RESULTS).read_text()) for k in (1, 2)]
+    for record in records:
+        assert record["protection"] == {"sandbox": detect() or "none",
+                                        "memory": memory_enforcement(LIMITS.memory_mb)}
+        assert record["limits"] == asdict(LIMITS)  # as given: what the merge compares
+    factor = records[0]["calibration"]["factor"]
+    assert factor >= 1 and records[0]["applied_limits"] == asdict(LIMITS.scaled(factor))
+    assert records[1]["calibration"] is None and records[1]["applied_limits"] == asdict(LIMITS)
+
+
+def test_shards_graded_under_different_memory_enforcement_merge_with_a_warning(
+        graded, tmp_path, capsys):
+    folder, results = graded
+    one = folder / "shard-1"
+    here = memory_enforcement(LIMITS.memory_mb)
+    other = {"cgroup": "rlimit", "rlimit": "cgroup"}[here]  # a node where it went the other way
+    two = tampered(folder / "shard-2", tmp_path, "other-node",
+                   lambda r: r["protection"].update(memory=other))
+    assert main(["merge", str(one), str(two), "--out", str(tmp_path / "merged")]) == 0
+    captured = capsys.readouterr()
+    warning = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "different memory enforcement" in warning[0]
+    assert f"{here} (" in warning[0] and f"in shard 1/2 ({one})" in warning[0]
+    assert f"{other} (" in warning[0] and f"in shard 2/2 ({two})" in warning[0]
+    weaker = 2 if other == "rlimit" else 1
+    assert f"--array={weaker}" in warning[0]
+    assert "differ between the shards" in captured.out
+    record = json.loads((tmp_path / "merged" / RESULTS).read_text())
+    assert record["warnings"] == [warning[0].removeprefix("warning: ")]
+    assert record["protection"] is None
+    assert [s["protection"]["memory"] for s in record["shards"]] == [here, other]
+    assert {r["student"]: r["points"] for r in record["results"]} == {
+        s: r.points for s, r in results.items()}
+    # shards that agree (one calibrated, one not) merge without a word
+    assert main(["merge", str(one), str(folder / "shard-2"), "--out",
+                 str(tmp_path / "agreeing")]) == 0
+    captured = capsys.readouterr()
+    assert "warning" not in captured.err and "in every shard" in captured.out
+    assert json.loads((tmp_path / "agreeing" / RESULTS).read_text())["warnings"] == []
 
 
 @pytest.mark.parametrize("text", ["3", "0/2", "3/2", "a/b", "1/2/3", "-1/2"])

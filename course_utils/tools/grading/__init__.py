@@ -45,8 +45,12 @@ The modules, by idea (none imports another's private names, and there is no cycl
   would (:func:`read_notebook`);
 - :mod:`.cache`: reusing the results of unchanged submissions (digest, signed entries);
 - :mod:`.supervise`: running one submission (:func:`grade_one`): the worker process, its
-  report pipe, its process group, Ctrl-C;
-- :mod:`.limits`: :class:`GradingLimits`, the kernel's environment, the memory limits;
+  report pipe, its process group, stopping them all (:func:`.supervise.stop_all`);
+- :mod:`.limits`: :class:`GradingLimits` (each default declared once, with its help text), the
+  calibration that stretches the time limits on a busy machine, the kernel's environment, the
+  memory limits and which enforcement a run has (:class:`.limits.Protection`);
+- :mod:`.stopping`: Ctrl-C and SIGTERM (a scheduler's cancel) handled alike: the workers
+  stopped, their temporary copies and cgroups removed, the outputs written whole or not at all;
 - :mod:`.worker`: what runs in the worker process (``python -m
   course_utils.tools.grading.worker``): the notebook, its probe cells, its report;
 - :mod:`.judge`: the points of each part, decided in the grader (:func:`add_parts`);
