@@ -19,13 +19,14 @@ import contextlib
 import importlib
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
 from course_utils.checks.calling import NOT_IMPLEMENTED, CheckFailed
 from course_utils.checks.own_work import (
     copied_from,
     module_files,
+    not_written_in_cells,
     references_to,
     watch_calls,
 )
@@ -35,8 +36,9 @@ __all__ = ["Check", "CheckResult", "Exercise", "ManualQuestion", "get_exercise",
            "nbgrader_points"]
 
 
-#: The keys of a probe's data that say the body did not run, or used the reference.
-_STOPS = ("defined", "refused", "own_work")
+#: The keys of a probe's data that say the body did not run: the name is not defined, the
+#: class was refused, the code was not written in the notebook, or it used the reference.
+_STOPS = ("defined", "refused", "not_written", "own_work")
 
 
 def _entered(entered: list[str]) -> dict:
@@ -103,14 +105,21 @@ class Check:
     def _result(self, points: float, message: str) -> CheckResult:
         return CheckResult(self.exercise, self.name, points, self.points, message)
 
-    def _opening(self, student_fn: object) -> Callable | dict:
+    def _opening(self, student_fn: object, cells: Collection[str] | None = None
+                 ) -> Callable | dict:
         """Before the body runs: the function to check, or why there is none as plain data (the
-        name is missing or not callable, ``adapt`` refused the class, the function uses the
-        reference). One opening for the notebook, the grader's kernel and its judge."""
+        name is missing or not callable, its code was not written in a cell of the notebook,
+        ``adapt`` refused the class, the function uses the reference). One opening for the
+        notebook, the grader's kernel and its judge. ``cells``: the digests of the notebook's
+        code cells (:func:`~course_utils.checks.own_work.cell_digest`), which the grader's
+        probe cell brings; None in the student's own notebook (any cell the kernel ran)."""
         if student_fn is None:
             return {"defined": "missing"}
         if not callable(student_fn):
             return {"defined": "not callable", "type": type(student_fn).__name__[:80]}
+        outside = not_written_in_cells(student_fn, cells)
+        if outside:
+            return {"not_written": outside[:300]}
         if self.adapt is not None:
             try:
                 return self.adapt(student_fn)
@@ -135,6 +144,11 @@ class Check:
                                      f"{str(why.get('type', 'value'))[:80]}")
         if why.get("refused"):  # the class could not be used: only ever 0 points
             return self._result(0.0, str(why["refused"])[:1000])
+        if why.get("not_written"):
+            return self._result(0.0, (
+                f"`{self.target}` {str(why['not_written'])[:300]}: graded code must be written "
+                "in this notebook's cells (not made by exec, eval or compile of text from "
+                "elsewhere, nor imported from a file), so this part earns no points"))
         if why.get("own_work"):
             return self._result(0.0, self._not_own_work(str(why["own_work"])[:300]))
         return self._result(0.0, "the kernel reported no result for this part")
@@ -152,11 +166,13 @@ class Check:
 
     # ------------------------------------------------ under the grader: probe, then judge
 
-    def probe(self, student_fn: object, seed: int | None) -> dict:
+    def probe(self, student_fn: object, seed: int | None,
+              cells: Collection[str] | None = None) -> dict:
         """Kernel side: run the body on this run's inputs (from ``seed``) with ``student_fn``
-        recorded, and return only raw data: what was defined, whether the function used the
-        reference, and each call's result. Never a verdict: no points, no message."""
-        function = self._opening(student_fn)
+        recorded, and return only raw data: what was defined, whether it was written in one of
+        the notebook's ``cells`` (their digests) and whether it used the reference, and each
+        call's result. Never a verdict: no points, no message."""
+        function = self._opening(student_fn, cells)
         if isinstance(function, dict):
             return function
         calls: list[dict] = []

@@ -21,16 +21,21 @@ from __future__ import annotations
 
 import ast
 import dis
+import functools
+import hashlib
 import importlib
 import inspect
+import os
 import sys
+import sysconfig
 import textwrap
 import types
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["copied_from", "library_methods", "module_files", "references_to", "watch_calls"]
+__all__ = ["cell_digest", "copied_from", "library_methods", "module_files", "not_written_in_cells",
+           "references_to", "watch_calls"]
 
 #: How deep :func:`references_to` follows helper functions that call helper functions.
 _MAX_DEPTH = 8
@@ -227,3 +232,167 @@ def watch_calls(files: Mapping[str, str]) -> Iterator[list[str]]:
         yield entered
     finally:
         sys.setprofile(previous)
+
+
+# ------------------------------------------------- written in a cell of this very notebook
+
+#: Folders of installed code (the standard library, site-packages, this package): a function
+#: whose code lives there is a library's, not text the student ran some other way.
+_INSTALLED = tuple(os.path.realpath(folder) + os.sep for folder in {
+    *(path for key, path in sysconfig.get_paths().items()
+      if key in ("stdlib", "platstdlib", "purelib", "platlib")),
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})
+
+
+def _installed(filename: str) -> bool:
+    return os.path.realpath(filename).startswith(_INSTALLED)
+
+
+def _fingerprint(code: types.CodeType) -> tuple:
+    """What a code object computes, nested functions included (not where it was compiled)."""
+    return (code.co_name, code.co_firstlineno, code.co_code, code.co_names,
+            code.co_varnames, code.co_freevars, code.co_cellvars,
+            tuple(_fingerprint(c) if isinstance(c, types.CodeType) else repr(c)
+                  for c in code.co_consts))
+
+
+def cell_digest(source: str) -> str:
+    """A code cell's fingerprint, the same for the notebook file's cell and the kernel's
+    history of it (which drops the last newlines)."""
+    return hashlib.sha256(source.rstrip("\n").encode()).hexdigest()
+
+
+class _Cells:
+    """The cells this IPython kernel ran (its input history), and the code each compiles to.
+    ``digests``: SHA-256 of the notebook's own code cells (the grader's), or None (any cell
+    the kernel ran counts)."""
+
+    def __init__(self, shell: Any, digests: Collection[str] | None) -> None:
+        self.shell, self.digests = shell, None if digests is None else frozenset(digests)
+        self._names: dict[str, str] | None = None
+        self._codes: dict[str, set[tuple]] = {}
+
+    def names(self) -> dict[str, str]:
+        """The file name the kernel gave each cell it ran -> that cell's transformed text."""
+        if self._names is None:
+            self._names = {}
+            for number, raw in enumerate(self.shell.history_manager.input_hist_raw):
+                if not isinstance(raw, str) or not raw.strip() or (
+                        self.digests is not None and cell_digest(raw) not in self.digests):
+                    continue
+                for ending in ("", "\n", "\n\n"):  # the history drops a cell's last newlines
+                    try:
+                        text = self.shell.transform_cell(raw + ending)
+                        name = self.shell.compile.get_code_name(raw + ending, text, number)
+                    except Exception:  # a cell IPython cannot transform defines nothing
+                        continue
+                    self._names[name] = text
+        return self._names
+
+    def compiled(self, filename: str) -> set[tuple] | None:
+        """The fingerprints of every code object the cell named ``filename`` compiles to, or
+        None when no cell of this notebook has that name."""
+        if filename not in self._codes:
+            text = self.names().get(filename)
+            if text is None:
+                return None
+            try:
+                module = compile(text, filename, "exec", flags=self.shell.compile.flags,
+                                 dont_inherit=True)
+            except (SyntaxError, ValueError):
+                module = compile("", filename, "exec")
+            self._codes[filename] = {_fingerprint(c) for c in _code_objects(module)}
+        return self._codes[filename]
+
+
+def _kernel_shell() -> Any:
+    """The running IPython kernel's shell, or None outside one (a script, the tests)."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None or not hasattr(shell, "history_manager") or not hasattr(
+            shell.compile, "get_code_name"):
+        return None
+    return shell
+
+
+def _functions(value: object) -> list[tuple[types.FunctionType, bool]]:
+    """The Python functions a graded object runs as its own, each with whether it may be a
+    library's (a decorator's wrapper, whose wrapped function is listed too): a function, a
+    bound method's function, a ``partial``'s, a class's own methods (or a callable
+    instance's class's)."""
+    if isinstance(value, types.MethodType):
+        value = value.__func__
+    if isinstance(value, functools.partial):
+        return _functions(value.func)
+    if isinstance(value, types.FunctionType):
+        inner = inspect.unwrap(value)
+        return [(value, False)] if inner is value else [(value, True), *_functions(inner)]
+    inner = getattr(value, "__wrapped__", None)  # a wrapper object (``functools.lru_cache``)
+    if not isinstance(value, type) and inner is not None:
+        return _functions(inner)
+    found = []
+    for member in vars(value if isinstance(value, type) else type(value)).values():
+        member = getattr(member, "__func__", member)  # staticmethod, classmethod
+        member = member.fget if isinstance(member, property) else member
+        if isinstance(member, types.FunctionType):
+            found += _functions(member)
+    return found
+
+
+def _notebooks(value: object) -> bool:
+    """Whether ``value`` is a function or class of the notebook's own making (its module is
+    not an installed one), whose code is then checked as the graded object's is."""
+    if not isinstance(value, (types.FunctionType, types.MethodType, functools.partial, type)):
+        return False
+    module = sys.modules.get(str(getattr(value, "__module__", None)))
+    path = getattr(module, "__file__", None)
+    return not (isinstance(path, str) and _installed(path))
+
+
+def not_written_in_cells(value: object, digests: Collection[str] | None = None) -> str | None:
+    """Why ``value`` (a student's function or class) was not written in a cell of this
+    notebook, as a phrase that follows its name, or None when it was (or outside a kernel).
+
+    In a Jupyter kernel, the code of each function it runs as its own, and of the notebook's
+    helpers that function uses (through globals and closures, followed as
+    :func:`references_to` does), must be code the kernel compiled from one of the cells it
+    ran: its file name is the name the kernel gives that cell, and compiling that cell's text
+    again gives the same code. Text run by ``exec``, ``eval`` or ``compile`` (under any file
+    name), a ``types.FunctionType`` made from other code, a module file the notebook wrote, or
+    a library function under the student's name, fails; a library's decorator around a cell's
+    function is allowed. ``digests`` (the grader's): the SHA-256 of the notebook's code cells,
+    so that a cell the code ran itself (``get_ipython().run_cell``) does not count."""
+    shell = _kernel_shell()
+    if shell is None:
+        return None
+    cells = _Cells(shell, digests)
+    seen: set[int] = set()
+
+    def problem(function: types.FunctionType, may_be_library: bool, via: list[str]) -> str:
+        if id(function) in seen or len(via) > _MAX_DEPTH:
+            return ""
+        seen.add(id(function))
+        code = function.__code__
+        if may_be_library and _installed(code.co_filename):
+            return ""  # a library's decorator: what it wraps is checked
+        through = f" (through `{'` and `'.join(via)}`)" if via else ""
+        compiled = cells.compiled(code.co_filename)
+        if compiled is None:
+            where = code.co_filename
+            where = where if where.startswith("<") else os.path.basename(where)
+            return f"{through} runs code from `{where[:80]}`, not from a cell of this notebook"
+        if _fingerprint(code) not in compiled:
+            return (f"{through} runs code compiled under a cell's name from other text, not "
+                    "that cell's code")
+        for name, helper in _bound_names(function):
+            for inner, wrapper in _functions(helper) if _notebooks(helper) else []:
+                found = problem(inner, wrapper, [*via, name])
+                if found:
+                    return found
+        return ""
+
+    for function, wrapper in _functions(value):
+        found = problem(function, wrapper, [])
+        if found:
+            return found.lstrip()
+    return None

@@ -24,23 +24,26 @@ from pathlib import Path
 from typing import Any
 
 from course_utils.checks import get_exercise
+from course_utils.checks.own_work import cell_digest
 from course_utils.tools.grading.intake import read_notebook
 from course_utils.tools.grading.results import MARKER, NOTES, PART, PROBE_BYTES
 
 __all__ = ["NotebookRun", "main", "run_notebook"]
 
 
-def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str) -> str:
+def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str,
+                  cells: list[str] | None = None) -> str:
     """The probe cell for one part: one cell per part, so that each part has its own time limit
     and a function that hangs under its check costs that part only. It prints the probe's raw
     data (:meth:`Check.probe`) once, tagged with ``nonce``: both ``seed`` (the fresh inputs)
-    and ``nonce`` reach the kernel only with this cell, after the student's cells ran."""
+    and ``nonce`` reach the kernel only with this cell, after the student's cells ran;
+    ``cells``, the digests of the notebook's code cells, say which code the student wrote."""
     return (
         "import builtins as _b, json as _j\n"
         "from course_utils.checks import get_exercise as _g\n"
         f"_c = _g({exercise_id!r}).checks[{check!r}]\n"
         f"_b.print({MARKER!r} + {nonce!r} + _j.dumps(_c.probe(globals().get(_c.target), "
-        f"{seed!r})))\n"
+        f"{seed!r}, {cells!r})))\n"
     )
 
 
@@ -82,9 +85,11 @@ class NotebookRun:
         # id of each probe cell -> (its part, the function it checks, its tag)
         self.probes: dict[int, tuple[str, str, str]] = {}
         notebook.cells = [c for c in notebook.cells if c.cell_type in ("code", "markdown", "raw")]
+        cells = sorted({cell_digest(c.source) for c in notebook.cells if c.cell_type == "code"})
         for name, check in get_exercise(exercise_id).checks.items():
             nonce = secrets.token_hex(16)  # drawn here, in the worker: the kernel cannot know it
-            cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name, seed, nonce))
+            cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name, seed, nonce,
+                                                           cells))
             self.probes[id(cell)] = (name, check.target, MARKER + nonce)
             notebook.cells.append(cell)
 

@@ -1,0 +1,66 @@
+"""Under ``course-grade``, every exercise: the worked solution keeps full marks, and the same
+solution with each graded function or class run from text by ``exec`` (the shortcut a student
+takes with ``exec(inspect.getsource(...))`` of the library) scores 0, saying why."""
+
+import re
+
+import nbformat
+import pytest
+from helpers import ROOT, calibrated_limits
+
+from course_utils.checks import get_exercise
+from course_utils.tools.grading import grade_folder
+
+LIMITS = calibrated_limits(cell_seconds=120, total_seconds=500)
+STEMS = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention",
+         "E10.3": "E10.3-reading-attention-heatmaps", "E10.4": "E10.4-dot-and-general-scores"}
+NOT_WRITTEN = "graded code must be written in this notebook's cells"
+
+
+def run_from_text(notebook: nbformat.NotebookNode, targets: set[str]) -> int:
+    """Replace each cell that defines one of ``targets`` by ``exec`` of its own text; the
+    number of cells replaced."""
+    replaced = 0
+    for cell in notebook.cells:
+        defined = re.findall(r"^(?:def|class) (\w+)", cell.source, re.M)
+        if cell.cell_type == "code" and targets & set(defined):
+            cell.source = f"exec({cell.source!r})"
+            replaced += 1
+    return replaced
+
+
+@pytest.mark.parametrize("exercise_id", sorted(STEMS))
+def test_exec_of_the_solutions_own_text_scores_zero_and_the_solution_full_marks(
+        exercise_id, tmp_path):
+    exercise = get_exercise(exercise_id)
+    solution = ROOT / "solutions" / f"{STEMS[exercise_id]}.ipynb"
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(nbformat.read(solution, as_version=4), subs / "honest.ipynb")
+    shortcut = nbformat.read(solution, as_version=4)
+    assert run_from_text(shortcut, {c.target for c in exercise.checks.values()}) >= 1
+    nbformat.write(shortcut, subs / "shortcut.ipynb")
+    results = {r.student: r for r in grade_folder(exercise_id, subs, tmp_path / "out",
+                                                  limits=LIMITS, progress=False)}
+    honest, cheat = results["honest"], results["shortcut"]
+    assert honest.total() == exercise.auto_points, (honest.points, honest.messages)
+    assert cheat.status == "graded" and cheat.total() == 0, (cheat.points, cheat.messages)
+    for part, message in cheat.messages.items():
+        assert NOT_WRITTEN in message and "runs code from `<string>`" in message, (part, message)
+
+
+def test_the_librarys_source_run_by_exec_scores_zero_for_that_part_and_what_uses_it(tmp_path):
+    """E10.1's softmax taken from ``course_utils.attention`` by ``inspect.getsource`` + ``exec``:
+    softmax scores 0, and so does ``winner``, which calls it; the rest keep their points."""
+    notebook = nbformat.read(ROOT / "solutions" / f"{STEMS['E10.1']}.ipynb", as_version=4)
+    (cell,) = [c for c in notebook.cells if c.source.startswith("def softmax(")]
+    cell.source = ("import inspect\nimport course_utils.attention\n"
+                   "exec(inspect.getsource(course_utils.attention.softmax))")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    nbformat.write(notebook, subs / "lazy.ipynb")
+    (result,) = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)
+    assert result.points == {"energies": 3, "softmax": 0, "context": 1, "most_attended": 1,
+                             "winner": 0}, result.messages
+    assert NOT_WRITTEN in result.messages["softmax"]
+    assert "(through `softmax`)" in result.messages["winner"]
