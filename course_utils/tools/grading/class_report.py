@@ -7,7 +7,8 @@ message, with the numbers of this run's inputs (shapes, sizes, values) folded aw
 same mistake on other inputs counts once, and the student's own words after "raised
 SomeError" left out. :func:`write_class_report` writes it beside the histogram as
 ``mistakes.csv`` and ``mistakes.html``; students are counted, never named: each row's example is
-one student's message, without their id.
+one student's message, without their id. Beside them, for grading the written questions by hand,
+``answers.html`` (:mod:`.answers`) sets every student's answers side by side.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from course_utils.files import write_text_atomically
+from course_utils.tools.grading.answers import write_answers_page
 from course_utils.tools.grading.reports import spreadsheet_text
 from course_utils.tools.grading.results import GradeResult, cut
 
@@ -80,7 +82,8 @@ def class_mistakes(exercise: Any, results: list[GradeResult]) -> list[Mistake]:
 
 
 def write_class_report(out: Path, exercise: Any, results: list[GradeResult]) -> list[Mistake]:
-    """``out/mistakes.csv`` and ``out/mistakes.html``, atomically; returns the rows."""
+    """``out/mistakes.csv`` and ``out/mistakes.html``, atomically, and ``out/answers.html``
+    (:func:`.answers.write_answers_page`); returns the mistakes' rows."""
     rows = class_mistakes(exercise, results)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -90,6 +93,8 @@ def write_class_report(out: Path, exercise: Any, results: list[GradeResult]) -> 
                          f"{row.share:.2f}", spreadsheet_text(row.example)])
     write_text_atomically(Path(out) / "mistakes.csv", buffer.getvalue())
     write_text_atomically(Path(out) / "mistakes.html", _page(exercise, results, rows))
+    if exercise.manual:  # and the written answers, side by side (they name the students)
+        write_answers_page(Path(out), exercise, results)
     return rows
 
 

@@ -26,6 +26,7 @@ class GradeResult:
     messages: dict[str, str] = field(default_factory=dict)  # check name -> feedback
     notes: list[str] = field(default_factory=list)  # cell errors, limits hit
     seconds: float = 0.0
+    answers: dict[str, str] = field(default_factory=dict)  # written question -> its text
 
     def total(self) -> float:
         return sum(self.points.values())
