@@ -1,8 +1,8 @@
 """What every test shares: matplotlib without a display, and a test run that writes nothing
-into its user's own Jupyter, IPython, matplotlib or pip state.
+into its user's own Jupyter, IPython, matplotlib, pip or npm state.
 
-Jupyter's trust database and kernel connection files, IPython's history, matplotlib's font cache
-and pip's cache all live under the user's home by default; the tests start kernels, servers,
+Jupyter's trust database and kernel connection files, IPython's history, matplotlib's font cache,
+pip's cache and npm's logs all live under the user's home by default; the tests start kernels, servers,
 ``jupyter trust`` and ``pip install``, and everything they spawn inherits these variables, so
 all of it goes into one temporary folder that is removed when the run ends. Kernels stay
 findable: the course kernel is registered in the environment (``sys.prefix``), not in the
@@ -22,6 +22,7 @@ STATE_VARIABLES = {
     "IPYTHONDIR": "ipython",
     "MPLCONFIGDIR": "matplotlib",
     "PIP_CACHE_DIR": "pip-cache",
+    "npm_config_cache": "npm-cache",  # a lab's language-server probe runs npm, which logs there
 }
 for _name, _folder in STATE_VARIABLES.items():
     os.environ[_name] = os.path.join(STATE, _folder)

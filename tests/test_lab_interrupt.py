@@ -128,7 +128,15 @@ def test_ctrl_c_shuts_the_lab_down_cleanly(tmp_path):
                     "python -m course_utils.tools.kernel")
     runtime = tmp_path / "runtime"
     port = free_port()
-    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), "COURSE_QUICK": "1"}
+    # an empty home: whatever the lab, its kernel or trusting the notebooks writes outside the
+    # folders tests/conftest.py points the state variables at would show up in it
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "JUPYTER_RUNTIME_DIR": str(runtime), "COURSE_QUICK": "1",
+           "HOME": str(home)}
+    env.pop("XDG_CACHE_HOME", None)
+    env.pop("XDG_DATA_HOME", None)
+    env.pop("XDG_CONFIG_HOME", None)
     terminal = Terminal()
     lab = subprocess.Popen(
         [sys.executable, "-c", LAUNCH, str(ROOT / "course.py"), "lab", f"--port={port}",
@@ -170,6 +178,8 @@ def test_ctrl_c_shuts_the_lab_down_cleanly(tmp_path):
         left = sorted(p.name for p in runtime.iterdir() if p.name.startswith(("jpserver-",
                                                                                "kernel-")))
         assert left == [], f"runtime files were left: {left}"
+        assert not list(home.rglob("*")), "written into the user's home: " + ", ".join(
+            str(p.relative_to(home)) for p in home.rglob("*"))
         assert took < EXIT_WITHIN
     finally:
         for pid in [lab.pid, server_pid, *processes_naming(str(runtime))]:
