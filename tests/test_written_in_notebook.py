@@ -31,11 +31,12 @@ CELLS = [
     "library = course_utils.attention.softmax\n"
     "cached = functools.lru_cache(from_text)\n"
     "Built = type('Built', (), {'__call__': from_text})\n"
+    "class Inherits(Built):\n    pass\n"
     "def calls_text(x):\n    return from_text(x)\n"
     "get_ipython().run_cell('def run_cell_made(x):\\n    return x', store_history=True)",
     "NAMES = ['honest', 'helper', 'Honest', 'honest_lambda', 'decorated', 'from_text',\n"
     "         'kernel_named', 'cell_named', 'made', 'from_eval', 'softmax', 'library',\n"
-    "         'cached', 'Built', 'calls_text', 'run_cell_made']\n"
+    "         'cached', 'Built', 'Inherits', 'calls_text', 'run_cell_made']\n"
     "DIGESTS = DIGESTS_HERE\n"
     "print(json.dumps({'any cell': {n: not_written_in_cells(globals()[n]) for n in NAMES},\n"
     "                  'its cells': {n: not_written_in_cells(globals()[n], DIGESTS)\n"
@@ -72,6 +73,7 @@ def test_code_a_cell_compiled_from_its_own_text_counts(verdicts, name):
     ("library", "runs code from `attention.py`"),
     ("cached", "runs code from `<string>`"),
     ("Built", "runs code from `<string>`"),
+    ("Inherits", "runs code from `<string>`"),  # a method of a base the notebook made
     ("calls_text", "(through `from_text`) runs code from `<string>`"),
 ])
 def test_code_from_text_made_elsewhere_does_not_count(verdicts, name, why):

@@ -318,8 +318,8 @@ def _kernel_shell() -> Any:
 def _functions(value: object) -> list[tuple[types.FunctionType, bool]]:
     """The Python functions a graded object runs as its own, each with whether it may be a
     library's (a decorator's wrapper, whose wrapped function is listed too): a function, a
-    bound method's function, a ``partial``'s, a class's own methods (or a callable
-    instance's class's)."""
+    bound method's function, a ``partial``'s, the methods of a class and of its bases that the
+    notebook made (or of a callable instance's class)."""
     if isinstance(value, types.MethodType):
         value = value.__func__
     if isinstance(value, functools.partial):
@@ -330,12 +330,14 @@ def _functions(value: object) -> list[tuple[types.FunctionType, bool]]:
     inner = getattr(value, "__wrapped__", None)  # a wrapper object (``functools.lru_cache``)
     if not isinstance(value, type) and inner is not None:
         return _functions(inner)
+    cls = value if isinstance(value, type) else type(value)
     found = []
-    for member in vars(value if isinstance(value, type) else type(value)).values():
-        member = getattr(member, "__func__", member)  # staticmethod, classmethod
-        member = member.fget if isinstance(member, property) else member
-        if isinstance(member, types.FunctionType):
-            found += _functions(member)
+    for klass in [cls, *(base for base in cls.__mro__[1:] if _notebooks(base))]:
+        for member in vars(klass).values():
+            member = getattr(member, "__func__", member)  # staticmethod, classmethod
+            member = member.fget if isinstance(member, property) else member
+            if isinstance(member, types.FunctionType):
+                found += _functions(member)
     return found
 
 
@@ -391,8 +393,11 @@ def not_written_in_cells(value: object, digests: Collection[str] | None = None) 
                     return found
         return ""
 
-    for function, wrapper in _functions(value):
-        found = problem(function, wrapper, [])
-        if found:
-            return found.lstrip()
+    try:
+        for function, wrapper in _functions(value):
+            found = problem(function, wrapper, [])
+            if found:
+                return found.lstrip()
+    except Exception as error:  # a wrapper that loops, an attribute that raises: not readable
+        return f"could not be read as code of this notebook ({type(error).__name__})"
     return None
