@@ -6,7 +6,7 @@ Within :func:`on_signals`, either signal raises :class:`Interrupted` (a ``Keyboa
 in the grader's main thread, once: :func:`.batch.grade_folder` then kills every running worker
 with its kernel (:func:`.supervise.stop_all`), each worker's thread removes its memory cgroup and
 its temporary copy of the student's notebook, and nothing is written, so the earlier gradebook
-stays as it was. A second signal while that clean-up runs (it takes about a second) is ignored,
+stays as it was. A second signal while that clean-up runs (about 2 s) is ignored,
 so that it is not cut short. A signal that lands while the outputs are being written waits until
 they are whole (:func:`held`): the output folder holds the earlier run's files or this run's,
 never a mixture. Only SIGKILL, which no process can catch, leaves anything behind.
