@@ -28,8 +28,9 @@ names, indices, operators and brackets). Code: 5 lines a minute, 300 an hour, th
 careful code review (the Cisco study in J. Cohen, "Best Kept Secrets of Peer Code Review", 2006:
 reviewers who go faster than about 300-500 lines an hour find fewer of the defects). Half a
 minute to read each figure is a budget, not a measurement. For the exercises, and for the
-lecture notebooks' "your turn" cells (whose worked versions sit in collapsed cells tagged
-``hide-input``), writing time is added on top of reading the instructions: WRITE_CODE_MINUTES
+lecture notebooks' "your turn" cells (tagged ``your-turn``; their worked versions are not in
+the notebook but in ``course_utils.checks.worked``, named by the cell's ``course.worked``
+metadata), writing time is added on top of reading the instructions: WRITE_CODE_MINUTES
 per line of solution code and the written answers at WRITING_WORDS_PER_MINUTE (a student
 composing an answer, not copying one). Those are budgets too, the estimate's weakest part.
 The figures go to ``docs/day_plan.md``.
@@ -51,6 +52,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from course_utils.checks.worked import WORKED  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 from course_utils.tools.execute import run_notebook  # noqa: E402
 
@@ -82,7 +84,7 @@ EXTENSION = {
     "notebooks/01_bottleneck_and_attention_by_hand.ipynb": ("5.", "6.", "7.", "8."),
     "notebooks/02_bahdanau_attention_in_pytorch.ipynb": ("4.", "7.", "8."),
     "notebooks/03_reversal_task.ipynb": ("7.",),
-    "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("5.", "10.", "11."),
+    "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("10.",),
 }
 #: Notebooks that are homework (or a second session) as a whole.
 HOMEWORK = (
@@ -92,9 +94,26 @@ HOMEWORK = (
     "notebooks/06_additive_vs_dot_product.ipynb",  # the optional last hour, or homework
     "solutions/E10.4-dot-and-general-scores.ipynb",
 )
+#: The course page's plan of the day, in minutes, block by block.
+PAGE_BLOCKS = {"theory": 45, "implementation": 60, "exercises": 45}
+#: Which block each core notebook's sections belong to: a block's name for the whole notebook,
+#: or section-title prefixes to blocks with ``""`` for the rest (notebook 4 is read in part
+#: while it trains, in the theory block, and its results in the exercise block).
+BLOCK_OF: dict[str, str | dict[str, str]] = {
+    "notebooks/01_bottleneck_and_attention_by_hand.ipynb": "theory",
+    "notebooks/02_bahdanau_attention_in_pytorch.ipynb": "implementation",
+    "notebooks/03_reversal_task.ipynb": "implementation",
+    "notebooks/04_multi30k_vanilla_vs_attention.ipynb": {
+        "(header": "theory", "1.": "theory", "2.": "theory", "": "exercises"},
+    "solutions/E10.1-attention-by-hand.ipynb": "exercises",
+}
+#: Notebooks whose computing runs in the background: notebook 4 is started (Run All) at the
+#: beginning of the day and trains in its own kernel while students work through the others.
+BACKGROUND = ("notebooks/04_multi30k_vanilla_vs_attention.ipynb",)
 SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
-#: The tag of a lecture notebook's collapsed worked version of a "your turn" cell.
-WORKED_TAG = "hide-input"
+#: The tag of a lecture notebook's "your turn" cell; its metadata ``course.worked`` names the
+#: piece of :data:`course_utils.checks.worked.WORKED` the student writes there.
+YOUR_TURN_TAG = "your-turn"
 
 
 @dataclass
@@ -146,6 +165,25 @@ class Timed:
         return sum(s.minutes for s in self.sections if not self.is_extension(s))
 
 
+def block_minutes(timed: list[Timed]) -> dict[str, float]:
+    """Minutes of each block of the course page's day: the core sections of :data:`BLOCK_OF`,
+    without the computing of a :data:`BACKGROUND` notebook."""
+    minutes = dict.fromkeys(PAGE_BLOCKS, 0.0)
+    for item in timed:
+        which = BLOCK_OF.get(item.path)
+        if which is None:
+            continue
+        for section in item.sections:
+            if item.is_extension(section):
+                continue
+            block = which if isinstance(which, str) else next(
+                (b for prefix, b in which.items() if prefix and section.title.startswith(prefix)),
+                which[""])
+            spent = section.minutes - (section.seconds / 60 if item.path in BACKGROUND else 0)
+            minutes[block] += spent
+    return minutes
+
+
 #: A formula in Markdown: ``$$...$$`` or ``$...$``.
 MATH = re.compile(r"\$\$(.+?)\$\$|\$(.+?)\$", re.S)
 #: What the eye takes in, in a formula: a command (``\tanh``), a run of letters or digits, or
@@ -191,13 +229,10 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
         section = sections[-1]
         if cell.cell_type != "code":
             continue
-        if WORKED_TAG in cell.metadata.get("tags", []):
-            # a lecture's worked version of a "your turn" cell: the student writes this code
-            # (the lines that choose between theirs and the worked one are not counted)
-            written = source.split("\nif not yours_pass")[0]
-            section.solution_code_lines += _code_lines(written)
-            section.seconds += cell_seconds
-            continue
+        if YOUR_TURN_TAG in cell.metadata.get("tags", []):
+            # the student writes the worked piece's body (its signature is in the cell, read)
+            worked = WORKED[cell.metadata["course"]["worked"]].code
+            section.solution_code_lines += _code_lines(worked.split(":\n", 1)[1])
         answers = SOLUTION.findall(source)
         section.solution_code_lines += sum(_code_lines(a) for a in answers)
         section.code_lines += _code_lines(SOLUTION.sub("", source))
@@ -205,6 +240,23 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
         section.figures += sum(1 for o in cell.get("outputs", [])
                                if "image/png" in o.get("data", {}))
     return [s for s in sections if s.words or s.code_lines or s.seconds]
+
+
+def recorded_seconds(notebook: nbformat.NotebookNode) -> list[float]:
+    """Each cell's computing time in the saved run, from the timestamps Jupyter recorded in its
+    metadata (``execution``: from ``iopub.execute_input`` to ``shell.execute_reply``); 0 for a
+    cell without them (markdown, or never run)."""
+    seconds = []
+    for cell in notebook.cells:
+        stamps = cell.metadata.get("execution", {})
+        start, end = stamps.get("iopub.execute_input"), stamps.get("shell.execute_reply")
+        if start and end:
+            seconds.append((dt.datetime.fromisoformat(end.replace("Z", "+00:00"))
+                            - dt.datetime.fromisoformat(start.replace("Z", "+00:00")))
+                           .total_seconds())
+        else:
+            seconds.append(0.0)
+    return seconds
 
 
 def report(timed: list[Timed], quick: bool, dates: str) -> str:
@@ -248,7 +300,19 @@ def report(timed: list[Timed], quick: bool, dates: str) -> str:
         lines.append("")
     core = sum(t.core_minutes for t in timed)
     rest = sum(t.minutes for t in timed) - core
-    lines += [f"**In all:** core path {core:.0f} min, extensions and homework {rest:.0f} min.", ""]
+    blocks = block_minutes(timed)
+    background = sum(s.seconds for t in timed if t.path in BACKGROUND for s in t.sections) / 60
+    page = ", ".join(f"{name} {blocks[name]:.0f} min (page {PAGE_BLOCKS[name]})"
+                     for name in PAGE_BLOCKS)
+    lines += [
+        f"**The course page's blocks:** {page}; the core path {sum(blocks.values()):.0f} min "
+        f"(page {sum(PAGE_BLOCKS.values())}), with notebook 4's {background:.0f} min of "
+        "computing running in the background from the start of the day.",
+        "",
+        f"**In all:** core sections {core:.0f} min (notebook 4's computing included), "
+        f"extensions and homework {rest:.0f} min.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -261,6 +325,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--from-json", action="store_true",
                         help="re-write the report from the measurements of the last run "
                              "(docs/day_plan.json) instead of running the notebooks")
+    parser.add_argument("--recount", action="store_true",
+                        help="re-count the words, code and figures of the committed notebooks "
+                             "and take each cell's computing time from the timestamps their "
+                             "saved run recorded, without running them (after a prose edit)")
     parser.add_argument("--save", action="store_true",
                         help="save each executed notebook with its outputs, as course-execute does")
     args = parser.parse_args(argv)
@@ -279,7 +347,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no measurements at {record}; run without --from-json first",
               file=sys.stderr)
         return 2
-    if not args.from_json:
+    if args.recount:
+        for relative in args.notebooks:
+            notebook = nbformat.read(ROOT / relative, as_version=4)
+            seconds = recorded_seconds(notebook)
+            item = Timed(relative, sections_of(notebook, seconds))
+            built = notebook.metadata.get("course", {}).get("built_with") or {}
+            previous = saved.get(relative, {})
+            saved[relative] = {"measured": built.get("date") or previous.get("measured"),
+                               "quick": built.get("scale") == "quick",
+                               "wall_seconds": previous.get("wall_seconds", round(sum(seconds), 2)),
+                               "sections": [vars(x) for x in item.sections]}
+            print(f"{relative}: {item.minutes:.0f} min (recounted)", flush=True)
+        record.write_text(json.dumps(saved, indent=1) + "\n")
+    elif not args.from_json:
         for relative in args.notebooks:
             run = run_notebook(ROOT / relative, save=args.save)
             item = Timed(relative, sections_of(run.notebook, run.cell_seconds), run.seconds)

@@ -1,5 +1,7 @@
-"""Two diagrams of the Bahdanau model, drawn in the lesson's symbols.
+"""Diagrams of the Bahdanau model, drawn in the lesson's symbols.
 
+:func:`plot_attention_shapes` shows the attention module's computation with the shape of every
+tensor (notebook 2, section 2: what the student's ``forward`` computes);
 :func:`plot_decoding_step` shows one decoder step (energies, weights, context, the GRU update and
 the deep output); :func:`plot_encoder_decoder` the whole model on one sentence pair (the
 bidirectional encoder, the bridge to ``s_0``, and one step's attention entering its state).
@@ -23,7 +25,7 @@ from numpy.typing import ArrayLike
 from course_utils.colours import BLUE, GREEN, ORANGE, TINTS
 from course_utils.tensors import to_numpy
 
-__all__ = ["plot_decoding_step", "plot_encoder_decoder"]
+__all__ = ["plot_attention_shapes", "plot_decoding_step", "plot_encoder_decoder"]
 
 WIDTH = 8.0  # inches: a notebook's output width at 100 dpi (see course_utils.plotting)
 GREY = "0.3"
@@ -251,6 +253,53 @@ def plot_encoder_decoder(
             ha="right", va="center", fontsize=9, color=ORANGE)
     ax.set_xlim(0.0, WIDTH)
     ax.set_ylim(-0.05, 5.1)
+    ax.axis("off")
+    ax.set_title(title)
+    return fig
+
+
+def plot_attention_shapes(ax: Axes | None = None,
+                          title: str = "One attention step for a batch, shape by shape") -> Figure:
+    """The additive attention module's ``forward`` as a flow of tensors, each with its shape.
+
+    ``s_(i-1)`` through ``W_s`` to the query and the ``h_j`` through ``W_h`` to the keys; their
+    broadcast sum through ``tanh`` and ``v`` to the energies; padding set to minus infinity,
+    a softmax over the source positions, and the weighted sum of the ``h_j``, the context.
+    Notebook 2, section 2 draws it: the student writes the module from it and the equations.
+    """
+    fig, ax = _new_axes(ax, 3.3)
+    top, mid, low = 3.0, 1.9, 0.55
+    query_colour, key_colour, out_colour = TINTS["blue"], TINTS["green"], TINTS["orange"]
+    _box(ax, 0.95, top, "$s_{i-1}$  (B, $d_s$)", width=1.6, color=query_colour)
+    _box(ax, 2.35, top, "$W_s$", width=0.55, color="#f0f0f0")
+    _box(ax, 3.75, top, "query  (B, 1, $d_a$)", width=1.75, color=query_colour)
+    _box(ax, 0.95, mid, "$h_j$  (B, $T_x$, $d_h$)", width=1.6, color=key_colour)
+    _box(ax, 2.35, mid, "$W_h$", width=0.55, color="#f0f0f0")
+    _box(ax, 3.75, mid, "keys  (B, $T_x$, $d_a$)", width=1.75, color=key_colour)
+    for y in (top, mid):
+        _arrow(ax, (1.75, y), (2.07, y))
+        _arrow(ax, (2.63, y), (2.87, y))
+    _box(ax, 6.0, (top + mid) / 2, "tanh(query + keys)\n(B, $T_x$, $d_a$)", width=1.95,
+         height=0.62, color="#f0f0f0")
+    _arrow(ax, (4.63, top), (5.02, (top + mid) / 2 + 0.12))
+    _arrow(ax, (4.63, mid), (5.02, (top + mid) / 2 - 0.12))
+    _box(ax, 7.35, (top + mid) / 2, "$v$", width=0.4, color="#f0f0f0")
+    _arrow(ax, (6.98, (top + mid) / 2), (7.15, (top + mid) / 2))
+    ax.text(7.2, 1.35, "energies $e$  (B, $T_x$)", ha="right", va="center", fontsize=10)
+    _arrow(ax, (7.35, (top + mid) / 2 - 0.21), (7.35, low + 0.21))
+    _box(ax, 7.0, low, "padding: $-\\infty$", width=1.35, color="#f0f0f0", fontsize=9)
+    _box(ax, 5.35, low, "softmax over $j$", width=1.45, color="#f0f0f0", fontsize=9)
+    _box(ax, 3.65, low, "weights $\\alpha$  (B, $T_x$)", width=1.6, color=out_colour)
+    _box(ax, 1.0, low, "context $\\Sigma_j\\, \\alpha_j h_j$  (B, $d_h$)", width=1.95,
+         color=out_colour)
+    _arrow(ax, (6.32, low), (6.08, low))
+    _arrow(ax, (4.62, low), (4.46, low))
+    _arrow(ax, (2.85, low), (1.98, low))
+    _arrow(ax, (0.6, mid - 0.21), (0.6, low + 0.21), color=GREEN)  # the h_j are summed
+    ax.text(0.7, (mid + low) / 2, "weighted by $\\alpha$", ha="left", va="center", fontsize=9,
+            color=GREEN)
+    ax.set_xlim(0.0, WIDTH)
+    ax.set_ylim(0.2, 3.4)
     ax.axis("off")
     ax.set_title(title)
     return fig

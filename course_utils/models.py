@@ -145,6 +145,12 @@ class DeepOutput(nn.Module):
         return self.proj(t)  # W_o t_i
 
 
+def _select(positions: torch.Tensor, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Each of ``tensors`` ``(batch, tgt_len, ...)`` at the True entries of ``positions``:
+    ``(n, ...)``."""
+    return tuple(tensor[positions] for tensor in tensors)
+
+
 class GRUDecoder(nn.Module):
     """What every decoder shares: embedding, initial state, GRU cell, deep output layer, and
     the teacher-forced loop (:meth:`forward`) over its steps.
@@ -197,11 +203,24 @@ class GRUDecoder(nn.Module):
         state = self.cell(torch.cat([embedded, context], dim=-1), state)  # s_i
         return state, context, weights
 
+    def embed(self, tokens: torch.Tensor) -> torch.Tensor:
+        """``E y``: the embedded target tokens, ``(batch, ...)`` -> ``(batch, ..., embed_dim)``
+        (with dropout in training). Notebook 3, section 2: the teacher-forcing pass calls it."""
+        return self.dropout(self.embedding(tokens))
+
     def predict(
-        self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor
+        self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits from ``[s_i; c_i; y_{i-1}]`` through the deep output layer; works on one
-        step ``(batch, ...)`` or on all steps at once ``(batch, tgt_len, ...)``."""
+        step ``(batch, ...)`` or on all steps at once ``(batch, tgt_len, ...)``.
+
+        ``positions`` (bool, ``(batch, tgt_len)``, with all steps at once) keeps only the steps
+        where it is True: the logits are then ``(positions.sum(), vocab)`` in row-major order.
+        Training passes the real (non-padding) target positions, so no arithmetic is spent on
+        padding. Notebook 3, section 2: the last line of the teacher-forcing pass."""
+        if positions is not None:
+            states, contexts, embedded = _select(positions, states, contexts, embedded)
         return self.out(self.dropout(torch.cat([states, contexts, embedded], dim=-1)))
 
     def forward(
@@ -221,7 +240,7 @@ class GRUDecoder(nn.Module):
         (non-padding) target positions, so no arithmetic is spent on padding.
         """
         memory = self.prepare(encoder_outputs, summary, mask)  # once per batch
-        embedded = self.dropout(self.embedding(tgt_in))  # (batch, tgt_len, embed_dim)
+        embedded = self.embed(tgt_in)  # (batch, tgt_len, embed_dim)
         state = self.initial_state(summary)  # (batch, hidden_dim)
         states, contexts, weights = [], [], []
         for i in range(tgt_in.shape[1]):
@@ -230,16 +249,14 @@ class GRUDecoder(nn.Module):
             contexts.append(context)
             if step_weights is not None:
                 weights.append(step_weights)
+        if positions is not None and (positions.shape != tgt_in.shape
+                                      or positions.dtype != torch.bool):
+            raise ValueError(f"positions must be a bool tensor shaped like tgt_in "
+                             f"{tuple(tgt_in.shape)}; got {positions.dtype} "
+                             f"{tuple(positions.shape)}")
         # The output layer once, over all steps: (batch, tgt_len, vocab)
-        all_states, all_contexts = torch.stack(states, 1), torch.stack(contexts, 1)
-        if positions is not None:
-            if positions.shape != tgt_in.shape or positions.dtype != torch.bool:
-                raise ValueError(f"positions must be a bool tensor shaped like tgt_in "
-                                 f"{tuple(tgt_in.shape)}; got {positions.dtype} "
-                                 f"{tuple(positions.shape)}")
-            all_states, all_contexts = all_states[positions], all_contexts[positions]
-            embedded = embedded[positions]  # (n, ...) for each
-        logits = self.predict(all_states, all_contexts, embedded)
+        logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), embedded,
+                              positions)
         attention = torch.stack(weights, 1) if weights else None
         return logits, attention
 
@@ -317,9 +334,12 @@ class LuongDecoder(GRUDecoder):
         return torch.cat([new, attentional], dim=-1), context, weights
 
     def predict(
-        self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor
+        self, states: torch.Tensor, contexts: torch.Tensor, embedded: torch.Tensor,
+        positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Logits from the attentional vector ``h~_i`` (the second half of the state)."""
+        if positions is not None:
+            states = states[positions]
         return self.out(self.dropout(states[..., self.hidden_dim:]))
 
 

@@ -58,5 +58,24 @@ def test_the_readme_day_plan_ends_where_its_rows_add_up_and_names_the_total():
     clock = [60 * int(h) + int(m) for h, m, _ in rows] + [60 * int(end[1]) + int(end[2])]
     for (start, stop), (_, _, minutes) in zip(zip(clock, clock[1:]), rows):
         assert stop - start == int(minutes), f"a row of {minutes} min takes {stop - start}"
-    core = sum(_timed(p).core_minutes for p in day_plan.NOTEBOOKS)
-    assert f"core sections at {round(core)} minutes" in plan
+    blocks = day_plan.block_minutes([_timed(p) for p in day_plan.NOTEBOOKS])
+    total = round(sum(blocks.values()))
+    assert abs(clock[-1] - total) <= 2, f"the plan ends at {clock[-1]} min; the blocks sum to {total}"
+    assert f"core path takes {total} minutes" in plan
+
+
+def test_the_core_path_fits_the_course_pages_blocks():
+    """The course page plans theory 45 minutes, implementation 60 and exercises 45: the core
+    path fits that, each block within 5 minutes, 150 minutes in all at most."""
+    blocks = day_plan.block_minutes([_timed(p) for p in day_plan.NOTEBOOKS])
+    for name, page in day_plan.PAGE_BLOCKS.items():
+        assert abs(blocks[name] - page) <= 5, f"{name}: {blocks[name]:.0f} min against {page}"
+    assert sum(blocks.values()) <= sum(day_plan.PAGE_BLOCKS.values()) + 0.5
+
+
+def test_the_blocks_count_every_core_section_once():
+    timed = [_timed(p) for p in day_plan.NOTEBOOKS]
+    core = sum(t.core_minutes for t in timed if t.path in day_plan.BLOCK_OF)
+    background = sum(s.seconds for t in timed if t.path in day_plan.BACKGROUND
+                     for s in t.sections if not t.is_extension(s)) / 60
+    assert sum(day_plan.block_minutes(timed).values()) == pytest.approx(core - background)

@@ -1,6 +1,7 @@
 """The lecture's "your turn" checks (notebooks 2 and 3): the worked versions pass, the usual
 mistakes are named, an unwritten cell and the library's own code are refused, and a check
-never raises (so that Run All goes on with the worked version)."""
+never raises: it returns the class the notebook goes on with (the student's once it passes,
+else one that falls back to the library's piece), so that Run All goes on."""
 
 from __future__ import annotations
 
@@ -9,8 +10,18 @@ import torch
 from torch import nn
 
 from course_utils.attention import BahdanauAttention
-from course_utils.checks.lecture import check_attention_module, check_decoder_step
-from course_utils.models import DecoderMemory
+from course_utils.checks.lecture import (
+    check_attention_module,
+    check_decoder_step,
+    check_teacher_forcing,
+)
+from course_utils.checks.worked import WORKED, show_worked
+from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder
+
+
+def passes(check, cls) -> bool:
+    """The check keeps the student's class (it passed) rather than a fallback."""
+    return check(cls) is cls
 
 
 class Given(nn.Module):
@@ -45,7 +56,7 @@ def attention(fill=float("-inf"), *, mask_after=False, axis=-1, softmax=True, us
 
 
 def test_the_worked_attention_passes(capsys):
-    assert check_attention_module(attention()) is True
+    assert passes(check_attention_module, attention())
     assert capsys.readouterr().out.startswith("✓ MyBahdanauAttention")
 
 
@@ -58,7 +69,7 @@ def test_the_worked_attention_passes(capsys):
     ({"use_keys": False}, "ignores the `keys`"),
 ])
 def test_a_mistake_is_named_and_the_notebook_goes_on(mistake, hint, capsys):
-    assert check_attention_module(attention(**mistake)) is False
+    assert not passes(check_attention_module, attention(**mistake))
     out = capsys.readouterr().out
     assert out.startswith("✗ MyBahdanauAttention") and hint in out, out
     assert "worked version" in out
@@ -69,7 +80,7 @@ def test_no_mask_at_all_is_named(capsys):
         def forward(self, decoder_state, encoder_outputs, mask=None, keys=None):
             return super().forward(decoder_state, encoder_outputs, None, keys)
 
-    assert check_attention_module(NoMask) is False
+    assert not passes(check_attention_module, NoMask)
     assert "padding" in capsys.readouterr().out
 
 
@@ -78,7 +89,7 @@ def test_an_unwritten_forward_says_so(capsys):
         def forward(self, decoder_state, encoder_outputs, mask=None, keys=None):
             raise NotImplementedError
 
-    assert check_attention_module(Unwritten) is False
+    assert not passes(check_attention_module, Unwritten)
     assert "not written yet" in capsys.readouterr().out
 
 
@@ -87,7 +98,7 @@ def test_the_librarys_module_is_not_the_students_work(capsys):
         def forward(self, decoder_state, encoder_outputs, mask=None, keys=None):
             return BahdanauAttention.forward(self, decoder_state, encoder_outputs, mask, keys)
 
-    assert check_attention_module(Delegates) is False
+    assert not passes(check_attention_module, Delegates)
     assert "write it yourself" in capsys.readouterr().out
 
 
@@ -96,73 +107,43 @@ def test_a_crash_in_the_students_code_is_reported_not_raised(capsys):
         def forward(self, decoder_state, encoder_outputs, mask=None, keys=None):
             return self.W_s(encoder_outputs) + self.W_h(decoder_state)
 
-    assert check_attention_module(Crashes) is False
+    assert not passes(check_attention_module, Crashes)
     assert "✗" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ notebook 3's decoder step
 
 
-class Attention(nn.Module):  # notebook 3's given attention: forward(s_prev, H, keys, mask)
-    def __init__(self, encoder_dim, decoder_dim, attention_dim):
-        super().__init__()
-        self.W_s = nn.Linear(decoder_dim, attention_dim, bias=False)
-        self.W_h = nn.Linear(encoder_dim, attention_dim, bias=False)
-        self.v = nn.Linear(attention_dim, 1, bias=False)
-
-    def forward(self, s_prev, H, keys, mask):
-        energies = self.v(torch.tanh(self.W_s(s_prev).unsqueeze(1) + keys)).squeeze(-1)
-        weights = torch.softmax(energies.masked_fill(~mask, float("-inf")), dim=-1)
-        return torch.bmm(weights.unsqueeze(1), H).squeeze(1), weights
-
-
-class DeepOutput(nn.Module):
-    def __init__(self, input_dim, l, vocab_size):
-        super().__init__()
-        self.l = l
-        self.pre = nn.Linear(input_dim, 2 * l)
-        self.proj = nn.Linear(l, vocab_size)
-
-
 def decoder(step):
-    class Decoder(nn.Module):
-        def __init__(self, vocab_size, embed_dim, hidden_dim, encoder_dim, attention_dim, l):
-            super().__init__()
-            self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=0)
-            self.bridge = nn.Linear(encoder_dim, hidden_dim)
-            self.cell = nn.GRUCell(embed_dim + encoder_dim, hidden_dim)
-            self.attention = Attention(encoder_dim, hidden_dim, attention_dim)
-            self.out = DeepOutput(hidden_dim + encoder_dim + embed_dim, l, vocab_size)
-
-    Decoder.step = step
-    return Decoder
+    """Notebook 3's ``Decoder``: a subclass of the library's AttentionDecoder with ``step``."""
+    return type("Decoder", (AttentionDecoder,), {"step": step})
 
 
 def right(self, y_prev, s_prev, memory):
-    c, alpha = self.attention(s_prev, memory.encoder_outputs, memory.keys, memory.mask)
+    c, alpha = self.attention(s_prev, memory.encoder_outputs, mask=memory.mask, keys=memory.keys)
     return self.cell(torch.cat([y_prev, c], dim=-1), s_prev), c, alpha
 
 
 def attends_with_the_new_state(self, y_prev, s_prev, memory):
-    c, _ = self.attention(s_prev, memory.encoder_outputs, memory.keys, memory.mask)
+    c, _ = self.attention(s_prev, memory.encoder_outputs, mask=memory.mask, keys=memory.keys)
     s = self.cell(torch.cat([y_prev, c], dim=-1), s_prev)
-    c, alpha = self.attention(s, memory.encoder_outputs, memory.keys, memory.mask)
+    c, alpha = self.attention(s, memory.encoder_outputs, mask=memory.mask, keys=memory.keys)
     return s, c, alpha
 
 
 def context_first(self, y_prev, s_prev, memory):
-    c, alpha = self.attention(s_prev, memory.encoder_outputs, memory.keys, memory.mask)
+    c, alpha = self.attention(s_prev, memory.encoder_outputs, mask=memory.mask, keys=memory.keys)
     return self.cell(torch.cat([c, y_prev], dim=-1), s_prev), c, alpha
 
 
 def recomputes_keys(self, y_prev, s_prev, memory):
     keys = self.attention.W_h(memory.encoder_outputs)
-    c, alpha = self.attention(s_prev, memory.encoder_outputs, keys, memory.mask)
+    c, alpha = self.attention(s_prev, memory.encoder_outputs, mask=memory.mask, keys=keys)
     return self.cell(torch.cat([y_prev, c], dim=-1), s_prev), c, alpha
 
 
 def test_the_worked_step_passes(capsys):
-    assert check_decoder_step(decoder(right)) is True
+    assert passes(check_decoder_step, decoder(right))
     assert capsys.readouterr().out.startswith("✓ Decoder.step")
 
 
@@ -172,7 +153,7 @@ def test_the_worked_step_passes(capsys):
     (recomputes_keys, "memory.keys"),
 ])
 def test_a_step_mistake_is_named(step, hint, capsys):
-    assert check_decoder_step(decoder(step)) is False
+    assert not passes(check_decoder_step, decoder(step))
     out = capsys.readouterr().out
     assert hint in out, out
 
@@ -181,7 +162,7 @@ def test_an_unwritten_step_says_so(capsys):
     def unwritten(self, y_prev, s_prev, memory):
         raise NotImplementedError
 
-    assert check_decoder_step(decoder(unwritten)) is False
+    assert not passes(check_decoder_step, decoder(unwritten))
     assert "not written yet" in capsys.readouterr().out
 
 
@@ -189,45 +170,128 @@ def test_the_step_reads_the_memory_record_the_library_uses():
     assert {"encoder_outputs", "keys", "mask"} <= set(DecoderMemory.__dataclass_fields__)
 
 
-# ------------------------------------------------------- the notebooks' own worked versions
+# ------------------------------------------------ the worked versions and the fallbacks
 
 
-def _namespace_of(notebook: str, *markers: str) -> dict:
-    """Run the code cells of ``notebook`` that contain one of ``markers``, in order."""
-    import nbformat
-
-    from tests.helpers import ROOT
-
-    nb = nbformat.read(ROOT / "notebooks" / notebook, as_version=4)
-    namespace: dict = {"torch": torch, "nn": nn, "DecoderMemory": DecoderMemory,
-                       "yours_pass": True}
-    exec("from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence", namespace)
-    for cell in nb.cells:
-        if cell.cell_type == "code" and any(marker in cell.source for marker in markers):
-            exec(cell.source, namespace)  # noqa: S102 - the course's own notebook
-    return namespace
+def worked_class(piece: str, base: type, given: str = "") -> type:
+    namespace: dict = {"torch": torch, "nn": nn, "Base": base}
+    exec(f"class Mine(Base):\n{given}{WORKED[piece].code}", namespace)  # noqa: S102
+    return namespace["Mine"]
 
 
-def test_notebook_2s_worked_version_passes_its_check_and_the_skeleton_does_not(capsys):
-    ns = _namespace_of("02_bahdanau_attention_in_pytorch.ipynb", "class MyBahdanauAttention",
-                       "class WorkedBahdanauAttention")
-    assert check_attention_module(ns["WorkedBahdanauAttention"]) is True
-    assert check_attention_module(ns["MyBahdanauAttention"]) is False  # as committed: unwritten
-    assert "not written yet" in capsys.readouterr().out
+def test_the_worked_pieces_pass_their_checks():
+    assert passes(check_attention_module, worked_class("attention", Given))
+    step = worked_class("step", AttentionDecoder)
+    assert passes(check_decoder_step, step)
+    assert passes(check_teacher_forcing, worked_class("teacher forcing", step))
 
 
-def test_notebook_3s_worked_step_passes_its_check_and_the_skeleton_does_not(capsys):
-    ns = _namespace_of("03_reversal_task.ipynb", "class Attention(nn.Module)", "class Decoder(",
-                       "class WorkedDecoder")
-    assert check_decoder_step(ns["WorkedDecoder"]) is True
-    assert check_decoder_step(ns["Decoder"]) is False
-    assert "not written yet" in capsys.readouterr().out
+def test_an_unwritten_piece_falls_back_to_the_librarys_and_says_so(capsys):
+    class Unwritten(Given):
+        def forward(self, decoder_state, encoder_outputs, mask=None, keys=None):
+            raise NotImplementedError
+
+    assert check_attention_module(Unwritten) is BahdanauAttention
+    assert "use course_utils.BahdanauAttention" in capsys.readouterr().out
+
+    def unwritten(self, y_prev, s_prev, memory):
+        raise NotImplementedError
+
+    fallback = check_decoder_step(decoder(unwritten))
+    assert fallback.step is GRUDecoder.step and issubclass(fallback, AttentionDecoder)
+    assert "AttentionDecoder's own step" in capsys.readouterr().out
+
+
+def test_the_worked_version_opens_only_after_a_failed_attempt(capsys):
+    from course_utils.checks import worked
+
+    worked._failed.discard("attention")
+    show_worked("attention")
+    assert "Try MyBahdanauAttention.forward first" in capsys.readouterr().out
+    assert not passes(check_attention_module, attention(mask_after=True))
+    assert "show_worked('attention')" in capsys.readouterr().out
+    show_worked("attention")
+    assert "masked_fill" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="show_worked takes one of"):
+        show_worked("decoder")
+
+
+def forward_with(*, carry=True, zeros=False, stack_dim=1, pass_positions=True):
+    """Notebook 3's teacher-forcing pass, right by default, with one mistake switched on."""
+
+    def forward(self, tgt_in, encoder_outputs, summary, mask, positions=None):
+        memory = self.prepare(encoder_outputs, summary, mask)
+        y = self.embed(tgt_in)
+        s0 = self.initial_state(summary)
+        s0 = torch.zeros_like(s0) if zeros else s0
+        s, states, contexts, weights = s0, [], [], []
+        for i in range(tgt_in.shape[1]):
+            s, c, alpha = self.step(y[:, i], s if carry else s0, memory)
+            states.append(s)
+            contexts.append(c)
+            weights.append(alpha)
+        if stack_dim == 0:
+            return (self.predict(torch.stack(states), torch.stack(contexts), y.transpose(0, 1)),
+                    torch.stack(weights))
+        logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), y,
+                              positions if pass_positions else None)
+        return logits, torch.stack(weights, 1)
+
+    return type("TeacherForcing", (AttentionDecoder,), {"forward": forward})
+
+
+@pytest.mark.parametrize(("mistake", "hint"), [
+    ({"carry": False}, "carry the state"),
+    ({"zeros": True}, "initial_state"),
+    ({"stack_dim": 0}, "dim=1"),
+    ({"pass_positions": False}, "positions"),
+])
+def test_a_teacher_forcing_mistake_is_named(mistake, hint, capsys):
+    assert passes(check_teacher_forcing, forward_with())
+    capsys.readouterr()
+    fallback = check_teacher_forcing(forward_with(**mistake))
+    assert fallback.forward is GRUDecoder.forward
+    out = capsys.readouterr().out
+    assert out.startswith("✗ TeacherForcing.forward") and hint in out, out
+
+
+def test_the_librarys_forward_is_not_the_students_work(capsys):
+    def forward(self, *args, **kwargs):
+        return super(type(self), self).forward(*args, **kwargs)
+
+    assert not passes(check_teacher_forcing,
+                      type("TeacherForcing", (AttentionDecoder,), {"forward": forward}))
+    assert "write it yourself" in capsys.readouterr().out
+    assert not passes(check_teacher_forcing, AttentionDecoder)
 
 
 def test_naming_a_mistake_leaves_autograd_on():
     import gc
 
-    assert check_attention_module(attention(mask_after=True)) is False
-    assert check_decoder_step(decoder(context_first)) is False
+    assert not passes(check_attention_module, attention(mask_after=True))
+    assert not passes(check_decoder_step, decoder(context_first))
     gc.collect()  # an abandoned generator of wrong formulas is finalised here
     assert torch.is_grad_enabled()
+
+
+def test_a_step_that_forgets_the_mask_is_told_so(capsys):
+    def no_mask(self, y_prev, s_prev, memory):
+        c, alpha = self.attention(s_prev, memory.encoder_outputs, keys=memory.keys)
+        return self.cell(torch.cat([y_prev, c], dim=-1), s_prev), c, alpha
+
+    assert not passes(check_decoder_step, decoder(no_mask))
+    assert "mask=memory.mask" in capsys.readouterr().out
+
+
+def test_token_ids_fed_to_the_step_get_a_shape_hint(capsys):
+    def forward(self, tgt_in, encoder_outputs, summary, mask, positions=None):
+        memory = self.prepare(encoder_outputs, summary, mask)
+        s, states = self.initial_state(summary), []
+        for i in range(tgt_in.shape[1]):
+            s, c, alpha = self.step(tgt_in[:, i], s, memory)
+            states.append(s)
+        return states, None
+
+    assert not passes(check_teacher_forcing,
+                      type("TeacherForcing", (AttentionDecoder,), {"forward": forward}))
+    assert "not token ids" in capsys.readouterr().out

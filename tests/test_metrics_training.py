@@ -247,23 +247,24 @@ def test_day_plan_reads_a_formula_symbol_by_symbol_and_knows_extensions():
     assert [timed.is_extension(s) for s in timed.sections] == [False, True, False]
 
 
-def test_day_plan_counts_a_lectures_worked_version_as_code_to_write():
+def test_day_plan_counts_a_your_turn_cells_worked_piece_as_code_to_write():
     import nbformat.v4 as nbf
+
+    from course_utils.checks.worked import WORKED
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import day_plan
 
-    worked = nbf.new_code_cell("class Worked(Mine):\n    def forward(self, x):\n        return x\n\n\n"
-                               "if not yours_pass:\n    Mine = Worked\nprint('uses')")
-    worked.metadata["tags"] = [day_plan.WORKED_TAG]
-    notebook = nbf.new_notebook(cells=[
-        nbf.new_markdown_cell("## 3. Your turn"),
-        nbf.new_code_cell("class Mine:\n    def forward(self, x):\n        raise NotImplementedError"),
-        worked,
-    ])
-    (turn,) = day_plan.sections_of(notebook, [0.0, 0.0, 2.0])
+    turn_cell = nbf.new_code_cell("class Mine:\n    def forward(self, x):\n"
+                                  "        raise NotImplementedError")
+    turn_cell.metadata["tags"] = [day_plan.YOUR_TURN_TAG]
+    turn_cell.metadata["course"] = {"worked": "attention"}
+    notebook = nbf.new_notebook(cells=[nbf.new_markdown_cell("## 3. Your turn"), turn_cell])
+    (turn,) = day_plan.sections_of(notebook, [0.0, 2.0])
     assert turn.code_lines == 3  # the skeleton is read
-    assert turn.solution_code_lines == 3  # the worked class is written, not the fallback lines
+    body = [line for line in WORKED["attention"].code.splitlines()[1:]
+            if line.strip() and not line.strip().startswith("#")]
+    assert turn.solution_code_lines == len(body) == 9  # the body is written, not the signature
     assert turn.seconds == 2.0
 
 

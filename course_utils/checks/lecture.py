@@ -1,16 +1,18 @@
-"""Checks for the lecture's "your turn" cells: notebook 2's attention and notebook 3's decoder step.
+"""Checks for the lecture's "your turn" cells: notebook 2's attention, notebook 3's decoder.
 
 They are not graded. Each runs the student's class in the kernel against the library's on the
-same random weights, prints one line (what passed, or what is wrong, naming a known mistake when
-the result equals one: :mod:`course_utils.checks.attention_hints`) and returns ``True`` or
-``False``. They never raise, so that *Run All* goes on: the notebook then uses its worked version
-(a collapsed cell under the check) until the student's passes. Code that hands the work to the
-library's attention or decoder is refused, as in the graded exercises.
+same random weights, prints one verdict (what passed, or what is wrong, naming a known mistake
+when the result equals one: :mod:`course_utils.checks.attention_hints`) and returns the class
+the rest of the notebook uses: the student's once it passes, otherwise one that falls back to
+the library's piece, so that *Run All* goes on. They never raise. After an attempt that ran and
+was wrong, the verdict says how to ask for the worked version (:mod:`course_utils.checks.worked`);
+no notebook cell holds it. Code that hands the work to the library's version is refused, as in
+the graded exercises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import torch
 
@@ -20,63 +22,90 @@ from course_utils.checks.calling import CheckFailed, call_student
 from course_utils.checks.decoders import close
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
-from course_utils.models import DecoderMemory, ModelConfig, Seq2Seq, build_model
+from course_utils.checks.worked import WORKED, attempt_failed, show_worked
+from course_utils.models import (
+    AttentionDecoder,
+    DecoderMemory,
+    GRUDecoder,
+    ModelConfig,
+    Seq2Seq,
+    build_model,
+)
 
-__all__ = ["check_attention_module", "check_decoder_step"]
+__all__ = ["check_attention_module", "check_decoder_step", "check_teacher_forcing", "show_worked"]
 
 #: The library modules that hold the answers: calling them is not writing the code.
 LIBRARY = ("course_utils.attention", "course_utils.scores", "course_utils.models")
 #: A padded batch: a full sentence, one of 3 tokens and one of a single token.
 LENGTHS = (5, 3, 1)
+#: Target lengths of the teacher-forcing check's batch (padded to the longest).
+TARGET_LENGTHS = (4, 2, 3)
 ATTENTION_SIZES = {"encoder_dim": 6, "decoder_dim": 4, "attention_dim": 5}
 # embed_dim == encoder_dim, so that the two halves of the GRU's input can be swapped without a
 # shape error, and the mistake is named instead
 DECODER_CONFIG = ModelConfig(src_vocab_size=11, tgt_vocab_size=13, embed_dim=6, hidden_dim=3,
                              attention_dim=5, attention=True, dropout=0.0, maxout_dim=2)
-FALLBACK = ("Until it passes, the cells below use the worked version (the collapsed cell under "
-            "this one).")
+#: What notebook 3's student writes: calling the library's own version of it is not writing it.
+#: (The step may call ``self.attention``, notebook 2's module, given; the teacher-forcing pass
+#: may call ``step``, ``prepare``, ``embed``, ``initial_state`` and ``predict``.)
+STEP_ANSWERS = ("course_utils.models.GRUDecoder.step",
+                "course_utils.models.AttentionDecoder.context",
+                "course_utils.models.LuongDecoder.step")
+FORWARD_ANSWERS = ("course_utils.models.GRUDecoder.forward",)
 
 
 def close_pair(got: object, wrong: tuple[torch.Tensor, torch.Tensor]) -> bool:
     return isinstance(got, tuple) and len(got) >= 2 and all(map(close, got[:2], wrong))
 
 
-def _report(name: str, problems: Callable[[], str]) -> bool:
-    """Run ``problems`` (which returns what passed, or raises), print one verdict, return it."""
+def _report(name: str, piece: str, fallback: str, problems: Callable[[], str]) -> bool:
+    """Run ``problems`` (which returns what passed, or raises), print one verdict, return it.
+
+    ``piece`` is the key of :data:`course_utils.checks.worked.WORKED`; ``fallback`` names what
+    the cells below use until the student's version passes."""
+    using = f"Until yours passes, the cells below use {fallback}."
     try:
         passed = problems()
     except NotImplementedError:
         print(f"✗ {name} is not written yet: write it in the cell above, run that cell, then "
-              f"this one. {FALLBACK}")
+              f"this one. {using}")
         return False
     except CheckFailed as failed:
-        print(f"✗ {name}: {failed.message}\n{FALLBACK}")
+        attempt_failed(piece)
+        print(f"✗ {name}: {failed.message.rstrip('.')}.\n{using} Stuck? "
+              f"show_worked({piece!r}) prints a worked version.")
         return False
-    print(f"✓ {name}: {passed}")
+    print(f"✓ {name}: {passed} The cells below use yours.")
     return True
 
 
-def _own_work(function: Callable, what: str) -> None:
+def _own_work(function: Callable, what: str, modules: Collection[str] = LIBRARY) -> None:
     if str(getattr(function, "__module__", "")).startswith("course_utils."):
         raise CheckFailed(f"{what} is the library's own `{function.__qualname__}`: write it "
                           "yourself")
-    used = references_to(function, LIBRARY)
+    used = references_to(function, modules)
     if used:
         raise CheckFailed(f"{what} {used[0]}: that is the library's answer; write it yourself")
 
 
-def _run(function: Callable, *args: object, given: str) -> object:
-    """The student's code on ``args``, refusing it if it enters the library's attention."""
+def _run(function: Callable, *args: object, given: str,
+         answers: Collection[str] | None = None) -> object:
+    """The student's code on ``args``, refusing it if it enters the library's version.
+
+    ``answers``: the dotted names whose call is refused (default: any function of
+    :data:`LIBRARY` but a constructor)."""
     with watch_calls(module_files(LIBRARY)) as entered:
         result = call_student(function, *args, given=given)
-    library = [name for name in entered if not name.endswith(".__init__")]
-    if library:
-        raise CheckFailed(f"it calls `{library[0]}`, the library's own version: write it yourself")
+    refused = [name for name in entered
+               if (name in answers if answers is not None else not name.endswith(".__init__"))]
+    if refused:
+        raise CheckFailed(f"it calls `{refused[0]}`, the library's own version: write it yourself")
     return result
 
 
 def _pair(result: object, first: str, shapes: tuple[tuple[int, ...], ...]) -> tuple:
-    names = ("context", "weights") if first == "context" else ("s_i", "c_i", "alpha_i")
+    names = {"context": ("context", "weights"), "s_i": ("s_i", "c_i", "alpha_i"),
+             "logits": ("logits", "weights")}[first]
     if not isinstance(result, tuple) or len(result) != len(shapes):
         raise CheckFailed(f"return a tuple ({', '.join(names)}); got {type(result).__name__}"
                           + (f" of {len(result)}" if isinstance(result, tuple) else ""))
@@ -165,15 +194,21 @@ def _attention_problems(module_class: object) -> str:
             "without one and with precomputed keys; gradients reach W_s, W_h and v.")
 
 
-def check_attention_module(module_class: object) -> bool:
-    """Notebook 2: the student's ``MyBahdanauAttention`` against the library's module."""
-    return _report("MyBahdanauAttention", lambda: _attention_problems(module_class))
+def check_attention_module(module_class: object) -> type:
+    """Notebook 2, section 3: the student's ``MyBahdanauAttention`` against the library's.
+
+    Returns the class the notebook goes on with: ``module_class`` once it passes, otherwise
+    :class:`course_utils.BahdanauAttention`."""
+    if _report("MyBahdanauAttention", "attention", "course_utils.BahdanauAttention",
+               lambda: _attention_problems(module_class)):
+        return module_class  # type: ignore[return-value]
+    return BahdanauAttention
 
 
 # ------------------------------------------------------------------------- notebook 3
 
 
-def _decoder_case() -> tuple[Seq2Seq, DecoderMemory, torch.Tensor, torch.Tensor, torch.Tensor]:
+def _decoder_case() -> tuple[Seq2Seq, DecoderMemory, torch.Tensor, torch.Tensor]:
     generator = torch.Generator().manual_seed(4)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(4)
@@ -188,30 +223,37 @@ def _decoder_case() -> tuple[Seq2Seq, DecoderMemory, torch.Tensor, torch.Tensor,
         state = torch.randn(len(LENGTHS), DECODER_CONFIG.hidden_dim, generator=generator)
         embedded = library.decoder.embedding(torch.randint(4, DECODER_CONFIG.tgt_vocab_size,
                                                            (len(LENGTHS),), generator=generator))
-    return library, memory, embedded, state, lengths
+    return library, memory, embedded, state
 
 
-def _step_problems(decoder_class: object) -> str:
-    if not isinstance(decoder_class, type) or not issubclass(decoder_class, torch.nn.Module):
-        raise CheckFailed("pass the class itself: check_decoder_step(Decoder)")
-    _own_work(decoder_class.step, "`step`")  # type: ignore[attr-defined]
-    library, memory, embedded, state, _ = _decoder_case()
-    config = DECODER_CONFIG
-    encoder_dim = 2 * config.hidden_dim
+def _student_decoder(decoder_class: object, call: str, method: str,
+                     answers: Collection[str]) -> tuple[Seq2Seq, AttentionDecoder]:
+    """The library's model and the student's decoder on the library's weights."""
+    if not (isinstance(decoder_class, type) and issubclass(decoder_class, AttentionDecoder)):
+        raise CheckFailed(f"pass your class itself, a subclass of AttentionDecoder: {call}")
+    _own_work(getattr(decoder_class, method), f"`{method}`", ("course_utils.models",))
+    library = _decoder_case()[0]
     try:
-        mine = decoder_class(config.tgt_vocab_size, config.embed_dim, config.hidden_dim,
-                             encoder_dim, config.attention_dim, config.maxout_dim).eval()
+        mine = build_model(DECODER_CONFIG, decoder_class=decoder_class).decoder
         mine.load_state_dict(library.decoder.state_dict())
     except Exception as error:  # noqa: BLE001 - any failure here is the constructor's
         raise CheckFailed(f"building the decoder and loading the library's weights failed "
                           f"({type(error).__name__}: {str(error).splitlines()[0][:200]}): keep "
-                          "the given constructor and layers") from None
+                          "AttentionDecoder's constructor and layers") from None
+    return library, mine.eval()  # type: ignore[return-value]
+
+
+def _step_problems(decoder_class: object) -> str:
+    library, mine = _student_decoder(decoder_class, "check_decoder_step(Decoder)", "step",
+                                     STEP_ANSWERS)
+    _, memory, embedded, state = _decoder_case()
+    config = DECODER_CONFIG
+    encoder_dim = 2 * config.hidden_dim
     # keys that are not W_h h_j of these outputs: a step must read them from memory
     assert memory.keys is not None, "the library's prepare() computes the keys"
     noise = torch.randn(memory.keys.shape, generator=torch.Generator().manual_seed(5))
     keys = memory.keys + 0.5 * noise
     memory = DecoderMemory(memory.encoder_outputs, memory.summary, memory.mask, keys)
-    step: Callable = mine.step  # type: ignore[assignment]
     cell: torch.nn.Module = library.decoder.cell
     attention: torch.nn.Module = library.decoder.attention  # type: ignore[assignment]
     library_step: Callable = library.decoder.step
@@ -220,11 +262,16 @@ def _step_problems(decoder_class: object) -> str:
              "one step")
     shapes = ((batch, config.hidden_dim), (batch, encoder_dim), (batch, max(LENGTHS)))
     with torch.no_grad():
-        got = _pair(_run(step, embedded, state, memory, given=given), "s_i", shapes)
+        got = _pair(_run(mine.step, embedded, state, memory, given=given, answers=STEP_ANSWERS),
+                    "s_i", shapes)
         expected = library_step(embedded, state, memory)
         if not (close(got[0], expected[0]) and close(got[1], expected[1])):
             raise_named(got, step_mistakes(cell, attention, embedded, state,  # type: ignore[arg-type]
                                            memory.encoder_outputs, keys, memory.mask), close_pair)
+            unmasked = attention(state, memory.encoder_outputs, keys=keys)
+            if close(got[1], unmasked[0]):
+                raise CheckFailed("the context c_i gives the padded positions weight: pass "
+                                  "mask=memory.mask to the attention")
             if not close(got[1], expected[1]):
                 raise CheckFailed("the context c_i differs: attend with s_prev, over "
                                   "memory.encoder_outputs with memory.keys and memory.mask")
@@ -237,6 +284,133 @@ def _step_problems(decoder_class: object) -> str:
             "attending with s_(i-1) and reading the keys from memory.")
 
 
-def check_decoder_step(decoder_class: object) -> bool:
-    """Notebook 3: the student's ``Decoder.step`` against the library's attention decoder."""
-    return _report("Decoder.step", lambda: _step_problems(decoder_class))
+def _fallback(decoder_class: type, method: str) -> type:
+    """``decoder_class`` with the library's ``method`` in place of the student's."""
+    return type(decoder_class.__name__, (decoder_class,),
+                {method: getattr(AttentionDecoder, method), "__module__": __name__,
+                 "__doc__": f"{decoder_class.__name__} with course_utils's {method}"})
+
+
+def check_decoder_step(decoder_class: object) -> type:
+    """Notebook 3, section 2: the student's ``Decoder.step`` against the library's decoder.
+
+    Returns the class the notebook goes on with: ``decoder_class`` once its step passes,
+    otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s step."""
+    if _report("Decoder.step", "step", "AttentionDecoder's own step (course_utils)",
+               lambda: _step_problems(decoder_class)) or not (
+                   isinstance(decoder_class, type) and issubclass(decoder_class, AttentionDecoder)):
+        return decoder_class  # type: ignore[return-value]
+    return _fallback(decoder_class, "step")
+
+
+def _target_case() -> tuple[torch.Tensor, torch.Tensor]:
+    """A padded target batch ``tgt_in`` (starting with <bos>, id 2) and its real positions."""
+    generator = torch.Generator().manual_seed(6)
+    lengths = torch.tensor(TARGET_LENGTHS)
+    tgt_in = torch.randint(4, DECODER_CONFIG.tgt_vocab_size, (len(lengths), max(TARGET_LENGTHS)),
+                           generator=generator)
+    tgt_in[:, 0] = 2
+    positions = torch.arange(max(TARGET_LENGTHS))[None, :] < lengths[:, None]
+    tgt_in[~positions] = 0
+    return tgt_in, positions
+
+
+def _forward_mistakes(decoder: GRUDecoder, tgt_in: torch.Tensor, outputs: torch.Tensor,
+                      summary: torch.Tensor, mask: torch.Tensor):
+    """``((logits, weights), hint)`` for the known mistakes of a teacher-forcing pass."""
+    memory = decoder.prepare(outputs, summary, mask)
+    y = decoder.embed(tgt_in)
+    s0 = decoder.initial_state(summary)
+
+    def run(start: torch.Tensor, carry: bool = True, shift: int = 0):
+        s, states, contexts, weights = start, [], [], []
+        for i in range(tgt_in.shape[1]):
+            j = min(max(i + shift, 0), tgt_in.shape[1] - 1)
+            s, c, alpha = decoder.step(y[:, j], s if carry else start, memory)
+            assert alpha is not None, "an attention decoder's step returns its weights"
+            states.append(s)
+            contexts.append(c)
+            weights.append(alpha)
+        return (decoder.predict(torch.stack(states, 1), torch.stack(contexts, 1), y),
+                torch.stack(weights, 1))
+
+    yield run(s0, carry=False), ("every step starts from s_0: carry the state, pass the s that "
+                                 "step i returns to step i + 1")
+    yield run(torch.zeros_like(s0)), ("the first state is zeros: start from "
+                                      "self.initial_state(summary), the bridge s_0")
+    yield run(s0, shift=1), ("step i is fed y_i instead of y_(i-1): tgt_in already starts with "
+                             "<bos>, so step i reads y[:, i]")
+
+
+def _forward_problems(decoder_class: object) -> str:
+    library, mine = _student_decoder(decoder_class, "check_teacher_forcing(TeacherForcing)",
+                                     "forward", FORWARD_ANSWERS)
+    lengths = torch.tensor(LENGTHS)
+    generator = torch.Generator().manual_seed(7)
+    src = torch.randint(4, DECODER_CONFIG.src_vocab_size, (len(LENGTHS), max(LENGTHS)),
+                        generator=generator)
+    src[torch.arange(max(LENGTHS))[None, :] >= lengths[:, None]] = 0
+    tgt_in, positions = _target_case()
+    batch, tgt_len = tgt_in.shape
+    vocab = DECODER_CONFIG.tgt_vocab_size
+    given = (f"a batch of {batch} targets of {', '.join(map(str, TARGET_LENGTHS))} tokens "
+             f"(padded to {tgt_len}) over sources of {', '.join(map(str, LENGTHS))}")
+    shapes = ((batch, tgt_len, vocab), (batch, tgt_len, max(LENGTHS)))
+    with torch.no_grad():
+        outputs, summary, mask = library.encode(src, lengths)
+        args = (tgt_in, outputs, summary, mask)
+        try:
+            got = _run(mine, *args, given=given, answers=FORWARD_ANSWERS)
+        except CheckFailed as failed:
+            if "RuntimeError" not in failed.message:
+                raise
+            raise CheckFailed(f"{failed.message.rstrip('.')}. Check the shapes: `step` takes the "
+                              "embedded word y[:, i], (B, embed), not token ids; stack the "
+                              "steps along the time axis, dim=1, so that S, C and Y are all "
+                              "(B, T_y, ...)") from None
+        if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], torch.Tensor) and (
+                tuple(got[0].shape) == (tgt_len, batch, vocab)):
+            raise CheckFailed(f"the logits are (tgt_len, batch, vocab) = {tuple(got[0].shape)}: "
+                              "stack the steps along dim=1, batch first")
+        got = _pair(got, "logits", shapes)
+        expected = library.decoder(*args)
+        if not close_pair(got, expected):
+            raise_named(got, _forward_mistakes(library.decoder, *args), close_pair)
+            if close(got[1], expected[1]):
+                raise CheckFailed("right weights, but the logits differ: predict from the stacked "
+                                  "states, contexts and embedded inputs, "
+                                  "self.predict(S, C, y, positions)")
+            raise CheckFailed(f"the logits and weights differ from the library's on {given}: "
+                              "one step per target position, fed y_(i-1) = y[:, i] and the "
+                              "state the previous step returned")
+        sparse = _run(mine, *args, positions, given=given + ", with positions",
+                      answers=FORWARD_ANSWERS)
+        n = int(positions.sum())
+        if not (isinstance(sparse, tuple) and len(sparse) == 2
+                and isinstance(sparse[0], torch.Tensor) and sparse[0].shape == (n, vocab)):
+            shape = (tuple(sparse[0].shape) if isinstance(sparse, tuple) and sparse
+                     and isinstance(sparse[0], torch.Tensor) else type(sparse).__name__)
+            raise CheckFailed(f"with `positions` given, the logits are only those of the True "
+                              f"positions, (positions.sum(), vocab) = ({n}, {vocab}) here; yours "
+                              f"are {shape}: pass positions on to self.predict")
+        if not close_pair(sparse, library.decoder(*args, positions)):
+            raise CheckFailed("right without `positions`, wrong with it: pass positions on to "
+                              "self.predict, which keeps the steps where it is True")
+    return (f"same logits and weights as course_utils's decoder on {given}, with and without "
+            "positions.")
+
+
+def check_teacher_forcing(decoder_class: object) -> type:
+    """Notebook 3, section 2: the student's teacher-forcing ``forward`` against the library's.
+
+    Returns the class the notebook trains: ``decoder_class`` once its forward passes,
+    otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s forward."""
+    if _report("TeacherForcing.forward", "teacher forcing",
+               "AttentionDecoder's own forward (course_utils)",
+               lambda: _forward_problems(decoder_class)) or not (
+                   isinstance(decoder_class, type) and issubclass(decoder_class, AttentionDecoder)):
+        return decoder_class  # type: ignore[return-value]
+    return _fallback(decoder_class, "forward")
+
+
+assert set(WORKED) == {"attention", "step", "teacher forcing"}, "one check per worked piece"

@@ -1,0 +1,101 @@
+"""Worked versions of the lecture's "your turn" cells, shown only after an attempt has failed.
+
+Notebooks 2 and 3 ask the student to write three pieces from the equations and the shapes:
+the attention module's ``forward`` (notebook 2, section 3), the decoder's ``step`` and its
+teacher-forcing ``forward`` (notebook 3, section 2). No cell of those notebooks holds the worked
+code. The checks of :mod:`course_utils.checks.lecture` record a failed attempt (a check that ran
+the student's code and found it wrong, not one that found it unwritten); only then does
+:func:`show_worked` print the worked version, so that it helps a student who is stuck without
+replacing the attempt.
+
+Each piece is one entry of :data:`WORKED`; the day plan (``benchmarks/day_plan.py``) counts its
+lines as the student's writing time, and ``tests/test_your_turn.py`` proves that no cell or
+output of a notebook shows those lines before the cell that asks for them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["WORKED", "Worked", "attempt_failed", "show_worked"]
+
+
+@dataclass(frozen=True)
+class Worked:
+    """One "your turn" piece: where it is asked, and its worked code."""
+
+    title: str
+    where: str
+    code: str
+
+
+WORKED: dict[str, Worked] = {
+    "attention": Worked(
+        "MyBahdanauAttention.forward",
+        "notebook 2, section 3",
+        '''\
+    def forward(self, decoder_state, encoder_outputs, mask=None, keys=None):
+        if keys is None:
+            keys = self.W_h(encoder_outputs)                        # (B, T_x, attn_dim)
+        query = self.W_s(decoder_state).unsqueeze(1)                # (B, 1, attn_dim)
+        energies = self.v(torch.tanh(query + keys)).squeeze(-1)     # (B, T_x)
+        if mask is not None:
+            energies = energies.masked_fill(~mask, float("-inf"))   # before the softmax
+        weights = torch.softmax(energies, dim=-1)                   # (B, T_x), over j
+        context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, enc_dim)
+        return context.squeeze(1), weights
+'''),
+    "step": Worked(
+        "Decoder.step",
+        "notebook 3, section 2",
+        '''\
+    def step(self, y_prev, s_prev, memory):
+        c, alpha = self.attention(s_prev, memory.encoder_outputs,
+                                  mask=memory.mask, keys=memory.keys)  # 1. attend with s_(i-1)
+        s = self.cell(torch.cat([y_prev, c], dim=-1), s_prev)        # 2. s_i from [y_(i-1); c_i]
+        return s, c, alpha
+'''),
+    "teacher forcing": Worked(
+        "TeacherForcing.forward",
+        "notebook 3, section 2",
+        '''\
+    def forward(self, tgt_in, encoder_outputs, summary, mask, positions=None):
+        memory = self.prepare(encoder_outputs, summary, mask)   # the keys, once per batch
+        y = self.embed(tgt_in)                                  # (B, T_y, embed_dim)
+        s = self.initial_state(summary)                         # s_0, the bridge
+        states, contexts, weights = [], [], []
+        for i in range(tgt_in.shape[1]):                        # y[:, i] is y_(i-1) of step i
+            s, c, alpha = self.step(y[:, i], s, memory)
+            states.append(s)
+            contexts.append(c)
+            weights.append(alpha)
+        logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), y, positions)
+        return logits, torch.stack(weights, 1)                  # (B, T_y, T_x) weights
+'''),
+}
+
+#: The pieces whose check has seen a wrong attempt in this kernel.
+_failed: set[str] = set()
+
+
+def attempt_failed(name: str) -> None:
+    """Record that the check of ``name`` (a key of :data:`WORKED`) ran a wrong attempt."""
+    if name not in WORKED:
+        raise KeyError(f"no worked piece {name!r}; expected one of {sorted(WORKED)}")
+    _failed.add(name)
+
+
+def show_worked(name: str) -> None:
+    """Print the worked version of ``name`` (one of :data:`WORKED`'s keys) once its check has
+    seen an attempt of yours fail; before that, say so and print nothing of it."""
+    if name not in WORKED:
+        raise ValueError(f"show_worked takes one of {', '.join(map(repr, WORKED))}; "
+                         f"got {name!r}")
+    piece = WORKED[name]
+    if name not in _failed:
+        print(f"Try {piece.title} first ({piece.where}): the worked version opens once the check "
+              "under your cell has run an attempt of yours and found it wrong.")
+        return
+    print(f"A worked {piece.title} ({piece.where}). Compare it with yours line by line, fix "
+          "yours, and run your cell and the check again:\n")
+    print(piece.code)
