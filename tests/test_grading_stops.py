@@ -3,6 +3,7 @@ Slurm's ``scancel`` sends before SIGKILL) is handled as Ctrl-C is. Tested with r
 to a real ``course-grade`` process in the middle of a run: no temporary copy of a student's
 notebook, no memory cgroup and no worker outlives it, and the earlier gradebook is untouched."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -91,10 +92,8 @@ def test_sigterm_mid_run_leaves_no_copy_no_cgroup_and_the_gradebook_alone(
             assert len(targets) > 3, targets  # the grader, two workers, their kernels
         start = time.monotonic()
         for pid in targets:
-            try:
+            with contextlib.suppress(ProcessLookupError):  # a process may end meanwhile
                 os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         _, err = process.communicate(timeout=60)
         seconds = time.monotonic() - start
     finally:
@@ -102,7 +101,8 @@ def test_sigterm_mid_run_leaves_no_copy_no_cgroup_and_the_gradebook_alone(
             process.kill()
             process.wait()
         for line in workers_of(tmp):  # a failed test leaves no worker running
-            os.kill(int(line.split()[0]), signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(line.split()[0]), signal.SIGKILL)
     assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
     assert "SIGTERM" in err and "the earlier gradebook" in err, err[-2000:]
     assert seconds < 20, f"cleaning up took {seconds:.1f} s (Slurm's KillWait is 30 s)"
