@@ -9,7 +9,8 @@ epoch, or trains a small one; :func:`find_or_train_exercise_checkpoint` chooses 
 exercise E10.3 reads (the student's own from E10.2, else notebook 4's) and says whose it is.
 
 Notebook 4's bookkeeping, so that its cells show the training and the comparison rather than
-the printing: :func:`describe_splits` (section 1), :func:`start_epoch_checkpoints` and
+the printing: :func:`describe_splits`, :func:`describe_vocabularies`, :func:`describe_lengths`
+and :func:`plot_sentence_lengths` (section 1), :func:`start_epoch_checkpoints` and
 :func:`save_final_checkpoints` (section 2), :func:`bleu_table` (section 3) and
 :func:`side_by_side` (section 6). Using a trained model (translating, BLEU on a test split) is
 :mod:`course_utils.translation`.
@@ -27,8 +28,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.figure import Figure
 
 from course_utils.checkpoints import (
     E10_2_RUN,
@@ -40,7 +43,7 @@ from course_utils.checkpoints import (
     save_checkpoint,
 )
 from course_utils.config import scaled
-from course_utils.metrics import BleuResult
+from course_utils.metrics import LENGTH_BUCKETS, BleuResult
 from course_utils.models import Seq2Seq, build_model
 from course_utils.multi30k import load_sample_split, load_split
 from course_utils.text import TranslationData, build_translation_data
@@ -55,12 +58,15 @@ __all__ = [
     "Multi30kConfig",
     "ScoredOutputs",
     "bleu_table",
+    "describe_lengths",
     "describe_splits",
+    "describe_vocabularies",
     "exercise_config",
     "find_or_train_attention_checkpoints",
     "find_or_train_exercise_checkpoint",
     "load_pairs",
     "multi30k_config",
+    "plot_sentence_lengths",
     "prepare_data",
     "save_final_checkpoints",
     "score_comparison_config",
@@ -262,6 +268,62 @@ def describe_splits(data: TranslationData, examples: int = 3) -> str:
     for english, german in data.raw.get("train", [])[:examples]:
         lines += ["", f"EN: {english}", f"DE: {german}"]
     return "\n".join(lines)
+
+
+def describe_vocabularies(data: TranslationData, config: Multi30kConfig, example: int = 1) -> str:
+    """Notebook 4, section 1: training pair ``example`` as the tokenizers split it, the size of
+    each vocabulary (tokens seen at least ``config.min_freq`` times in training, and the four
+    special tokens), and the share of validation tokens that are ``<unk>`` on each side."""
+    english, german = data.raw["train"][example]
+    lines = [f"EN tokens: {data.src_tokenizer(english)}",
+             f"DE tokens: {data.tgt_tokenizer(german)}",
+             "", f"vocabulary: {len(data.src_vocab):,} English and {len(data.tgt_vocab):,} German "
+             f"tokens (min_freq {config.min_freq}, 4 special tokens each)"]
+    for name, vocab, side in [("English", data.src_vocab, 0), ("German", data.tgt_vocab, 1)]:
+        ids = [i for pair in data.pairs["val"] for i in pair[side]]
+        unknown = sum(i == vocab.unk_id for i in ids) / max(len(ids), 1)
+        lines.append(f"{name} validation tokens that are <unk>: {unknown:.1%}")
+    return "\n".join(lines)
+
+
+def _training_lengths(data: TranslationData) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens per training sentence: ``(English, German)``, one entry per pair."""
+    if not data.pairs.get("train"):
+        raise ValueError("the data hold no training pairs to measure")
+    return (np.array([len(s) for s, _ in data.pairs["train"]]),
+            np.array([len(t) for _, t in data.pairs["train"]]))
+
+
+def describe_lengths(data: TranslationData) -> str:
+    """Notebook 4, section 1: the mean length of a training sentence on each side, and the
+    share of training sources in each of the :data:`~course_utils.metrics.LENGTH_BUCKETS`
+    that section 4 scores separately."""
+    source, target = _training_lengths(data)
+    lines = [f"mean length: English {source.mean():.1f} tokens, German {target.mean():.1f} tokens"]
+    for name, low, high in LENGTH_BUCKETS:
+        share = np.mean((source >= low) & (source <= high))
+        lines.append(f"source length {name:6s}: {share:6.1%} of training sentences")
+    return "\n".join(lines)
+
+
+def plot_sentence_lengths(data: TranslationData) -> Figure:
+    """Notebook 4, section 1: histograms of the training sentences' lengths in tokens,
+    English and German overlaid, with dotted lines at the edges of the length buckets."""
+    source, target = _training_lengths(data)
+    fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
+    longest = int(max(source.max(), target.max()))
+    bins = list(range(max(45, longest + 1)))  # one bar per length; the last bar holds two
+    ax.hist(source, bins=bins, alpha=0.6, label="English (source)")
+    ax.hist(target, bins=bins, alpha=0.6, label="German (target)")
+    edges = [low for _, low, _ in LENGTH_BUCKETS[1:]]
+    for edge in edges:
+        ax.axvline(edge - 0.5, color="k", ls=":", lw=1)
+    names = " / ".join(name for name, _, _ in LENGTH_BUCKETS)
+    ax.set(xlabel="tokens per sentence", ylabel="training sentences",
+           title=f"Sentence lengths in Multi30k (dotted: the {names} buckets)",
+           xlim=(0, bins[-1]), xticks=range(0, bins[-1] + 1, 5))
+    ax.legend()
+    return fig
 
 
 def start_epoch_checkpoints(model: Seq2Seq, data: TranslationData,

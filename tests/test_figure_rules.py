@@ -37,6 +37,7 @@ from course_utils.plotting import (
     plot_loss_curves,
     plot_weights,
 )
+from course_utils.translation_setup import plot_sentence_lengths
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,6 +108,7 @@ FIGURES = {
         result_plots.histories(), title="Training and validation loss, same budget"),
     "BLEU by length, notebook 4": lambda: plot_bleu_by_length(
         result_plots.comparison(), title="BLEU by source length (test_2016_flickr)"),
+    "sentence lengths, notebook 4": lambda: plot_sentence_lengths(result_plots.length_data()),
     "accuracy by position, notebook 4": lambda: plot_accuracy_by_position(
         result_plots.position_accuracy(),
         title="The attention model, two ways of feeding it (test_2016_flickr)"),

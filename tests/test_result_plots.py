@@ -58,6 +58,17 @@ def position_accuracy() -> PositionAccuracy:
     return PositionAccuracy(sentences, forced, free)
 
 
+def length_data():
+    """Translation data whose training sentences are as long as Multi30k's (about 13 tokens,
+    a few over 20)."""
+    from course_utils.text import build_translation_data
+
+    rng = np.random.default_rng(0)
+    lengths = np.clip(rng.normal(13, 4, 400).round().astype(int), 3, 40)
+    raw = {"train": [(" ".join(["w"] * n), " ".join(["v"] * max(1, n - 1))) for n in lengths]}
+    return build_translation_data(raw, min_freq=1)
+
+
 def bar_heights(ax) -> list[float]:
     return [round(p.get_height(), 6) for p in ax.patches]
 

@@ -3,6 +3,7 @@ their scores. The cells call these in one line, so what each must say is stated 
 
 from types import SimpleNamespace
 
+import matplotlib.pyplot as plt
 import pytest
 import torch
 
@@ -14,7 +15,10 @@ from course_utils.training import History
 from course_utils.translation_setup import (
     QUICK,
     bleu_table,
+    describe_lengths,
     describe_splits,
+    describe_vocabularies,
+    plot_sentence_lengths,
     save_final_checkpoints,
     side_by_side,
     start_epoch_checkpoints,
@@ -117,3 +121,37 @@ def test_side_by_side_shows_the_sentence_nearest_each_length_with_every_models_o
     assert blocks[1].splitlines()[0] == f"source (14 tokens): {sources[2]}"
     with pytest.raises(ValueError, match="one output per source sentence"):
         side_by_side(sources[:2], evaluations)
+
+
+def test_describe_vocabularies_shows_one_pairs_tokens_the_sizes_and_the_unknown_share(data):
+    lines = describe_vocabularies(data, QUICK, example=2).splitlines()
+    assert lines[:2] == ["EN tokens: ['a', 'dog', 'sleeps', '.']",
+                         "DE tokens: ['ein', 'hund', 'schläft', '.']"]
+    assert lines[3] == (f"vocabulary: {len(data.src_vocab):,} English and {len(data.tgt_vocab):,} "
+                        f"German tokens (min_freq {QUICK.min_freq}, 4 special tokens each)")
+    # validation "a cat runs ." / "eine katze rennt .": every word was seen in training
+    assert lines[4:] == ["English validation tokens that are <unk>: 0.0%",
+                         "German validation tokens that are <unk>: 0.0%"]
+
+
+def test_describe_lengths_gives_the_mean_lengths_and_each_buckets_share():
+    raw = {"train": [(" ".join(["w"] * n), "v " * (n - 1) + "v") for n in (5, 12, 15, 25)]}
+    lines = describe_lengths(build_translation_data(raw, min_freq=1)).splitlines()
+    assert lines == ["mean length: English 14.2 tokens, German 14.2 tokens",
+                     "source length < 10  :  25.0% of training sentences",
+                     "source length 10-20 :  50.0% of training sentences",
+                     "source length > 20  :  25.0% of training sentences"]
+
+
+def test_the_length_histogram_counts_every_training_sentence_and_marks_the_buckets(data):
+    fig = plot_sentence_lengths(data)
+    [ax] = fig.axes
+    english, german = ax.containers  # one bar container per language
+    assert sum(p.get_height() for p in english) == len(data.pairs["train"])
+    assert sum(p.get_height() for p in german) == len(data.pairs["train"])
+    edges = sorted(line.get_xdata()[0] for line in ax.get_lines())
+    assert edges == [9.5, 20.5]  # between < 10 and 10-20, between 10-20 and > 20
+    assert "< 10 / 10-20 / > 20" in ax.get_title()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no training pairs"):
+        describe_lengths(build_translation_data({"train": []}, min_freq=1))
