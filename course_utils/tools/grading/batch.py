@@ -26,7 +26,11 @@ from course_utils.tools.grading.results import GradeResult, cut
 from course_utils.tools.grading.shards import Conditions, in_shard, write_outputs
 from course_utils.tools.grading.supervise import clear_stop, grade_one, hidden_folders, stop_all
 
-__all__ = ["grade_folder"]
+__all__ = ["JOBS", "grade_folder"]
+
+#: Notebooks graded at once by default (``course-grade --jobs``): each kernel gets the cores
+#: divided among them (:func:`.limits.kernel_threads`).
+JOBS = 2
 
 
 def grade_folder(
@@ -34,7 +38,7 @@ def grade_folder(
     submissions: Path,
     out: Path,
     *,
-    jobs: int = 2,
+    jobs: int = JOBS,
     only: list[str] | None = None,
     reuse: bool = True,
     limits: GradingLimits = DEFAULT_LIMITS,

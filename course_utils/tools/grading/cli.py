@@ -18,7 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from course_utils.tools.grading.batch import grade_folder
+from course_utils.tools.grading.batch import JOBS, grade_folder
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import MEMORY_ENFORCEMENT, Calibration, GradingLimits
 from course_utils.tools.grading.reports import summary
@@ -36,7 +36,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("submissions", type=Path,
                         help="folder with one notebook per student (or one subfolder each)")
     parser.add_argument("--out", type=Path, default=Path("grades"), help="default: grades/")
-    parser.add_argument("--jobs", type=int, default=2, help="notebooks graded at once")
+    parser.add_argument("--jobs", type=int, default=JOBS,
+                        help=f"notebooks graded at once, sharing the cores; default: {JOBS}")
     parser.add_argument("--only", nargs="+", metavar="STUDENT", help="regrade only these")
     parser.add_argument("--no-reuse", action="store_true", help="regrade unchanged ones too")
     for option, keywords in GradingLimits.options():
