@@ -109,13 +109,15 @@ def differences(shards: list[dict]) -> list[str]:
             for value, group in sorted(groups.items(), key=lambda g: str(g[0])))
         weaker = sorted(s["shard"][0] for value, group in groups.items()
                         if value in ("none", "rlimit", None) for s in group)
+        listed = ",".join(map(str, weaker))
         warnings.append(
             f"the shards were graded under different {setting} enforcement: {described}. "
             "Merged anyway: the limits are the same, and an honest submission's points do not "
-            f"depend on it; where they matter, re-run shard{'s' if len(weaker) > 1 else ''} "
-            f"{','.join(map(str, weaker))} where the grader has "
-            + ("a sandbox" if setting == "sandbox" else "memory cgroups")
-            + f" (sbatch --array={','.join(map(str, weaker))}) and merge again")
+            "depend on it" + (
+                f"; where they matter, re-run shard{'s' if len(weaker) > 1 else ''} {listed} "
+                "where the grader has " + ("a sandbox" if setting == "sandbox" else
+                                           "memory cgroups")
+                + f" (sbatch --array={listed}) and merge again" if weaker else ""))
     return warnings
 
 
