@@ -130,6 +130,15 @@ def test_a_signal_while_the_outputs_are_written_waits_until_they_are_whole():
     assert stopped.value.exit_code == 143
 
 
+def test_a_signal_after_the_outputs_were_written_says_so():
+    with pytest.raises(Interrupted) as stopped, on_signals():
+        with held():
+            pass  # the outputs, written
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)  # never reached
+    assert stopped.value.outputs_written
+
+
 def test_a_second_signal_does_not_cut_the_clean_up_short():
     cleaned = []
     with pytest.raises(Interrupted) as stopped, on_signals():

@@ -75,7 +75,7 @@ def merge_main(argv: list[str]) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except Interrupted as stop:
-        print(f"\n{stop.name}: " + ("the merged outputs were written whole first" if
+        print(f"\n{stop.name}: " + ("the merged outputs were finished first" if
               stop.outputs_written else f"nothing written; {args.out} is as it was"),
               file=sys.stderr)
         return stop.exit_code
@@ -133,8 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except Interrupted as stop:
         if stop.outputs_written:
-            print(f"\n{stop.name} while the outputs were written: they were completed first, "
-                  f"{args.out} holds this run's grades", file=sys.stderr)
+            print(f"\n{stop.name} once the outputs were being written: they were finished "
+                  f"first, {args.out} holds this run's grades", file=sys.stderr)
         else:
             print(f"\ninterrupted ({stop.name}): running notebooks stopped, their temporary "
                   "copies and memory cgroups removed, nothing written; the earlier gradebook "

@@ -51,6 +51,7 @@ class _State:
         self.stopping = False  # a signal has been acted on: later ones are ignored
         self.holding = 0  # within held(): a signal waits
         self.pending: int | None = None  # the signal that waited
+        self.written = False  # a held() block has run to its end: the outputs are whole
 
 
 _state = _State()
@@ -63,7 +64,7 @@ def _handle(signum: int, frame: FrameType | None) -> None:
         _state.pending = _state.pending or signum
         return
     _state.stopping = True
-    raise Interrupted(signum)
+    raise Interrupted(signum, outputs_written=_state.written)
 
 
 @contextmanager
@@ -75,6 +76,7 @@ def on_signals() -> Iterator[None]:
         raise RuntimeError("on_signals() must be entered from the main thread")
     before = {s: signal.getsignal(s) for s in SIGNALS}
     _state.active, _state.stopping, _state.holding, _state.pending = True, False, 0, None
+    _state.written = False
     try:
         for s in SIGNALS:
             signal.signal(s, _handle)
@@ -96,6 +98,7 @@ def held() -> Iterator[None]:
     _state.holding += 1
     try:
         yield
+        _state.written = True
     finally:
         _state.holding -= 1
     if not _state.holding and _state.pending is not None and not _state.stopping:
