@@ -236,7 +236,8 @@ def _page(exercise: Any, answers: dict[str, dict[str, str]],
                 "</td></tr>")
         count = sum(bool(flags.get((s, name))) for s in answers)
         sections.append(
-            f"<section><h2>{e(name)} ({question.points:g} points)</h2>"
+            f"<section><h2>{e(name)} ({question.points:g} "
+            f"point{'' if question.points == 1 else 's'})</h2>"
             f"<p class='prompt'>{e(question.prompt)}</p>"
             f"<p>{count} of {len(answers)} answers flagged.</p>"
             f"<table><caption>Answers to {e(name)}, one row per student</caption>"
@@ -255,7 +256,7 @@ def _page(exercise: Any, answers: dict[str, dict[str, str]],
             ".prompt{font-style:italic}</style>"
             f"<main><h1>{e(exercise.id)}: written answers side by side</h1>"
             f"<p>{len(answers)} submissions. An answer is flagged when it shares a run of "
-            f"{RUN} words or more (lower-cased, punctuation and formulas left out) with a "
+            f"{RUN} words or more (lower-cased; punctuation and formula markup left out) with a "
             "lecture notebook, the worked solution or another student's answer; words the "
             "exercise itself holds do not count. Repeated words are marked and quoted.</p>"
             + note + "".join(sections) + "</main></html>")
