@@ -390,11 +390,11 @@ def check_context(compute_context: Callable) -> str:
 
 
 def _position(answer: object, what: str, where: str = "") -> int:
-    """The student's answer as a position, or CheckFailed unless it is an int (not a bool)."""
+    """The student's answer as given (the grader judges its decoded copy), or CheckFailed."""
     if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, np.integer)):
         raise CheckFailed(f"{what} must return a position as an int; got "
                           f"{type(answer).__name__}{where}")
-    return int(answer)
+    return answer  # type: ignore[return-value]
 
 
 @EXERCISE.check("most_attended", points=1, target="most_attended", own_work=REFERENCE)
