@@ -51,16 +51,23 @@ def test_exec_of_the_solutions_own_text_scores_zero_and_the_solution_full_marks(
 
 def test_the_librarys_source_run_by_exec_scores_zero_for_that_part_and_what_uses_it(tmp_path):
     """E10.1's softmax taken from ``course_utils.attention`` by ``inspect.getsource`` + ``exec``:
-    softmax scores 0, and so does ``winner``, which calls it; the rest keep their points."""
-    notebook = nbformat.read(ROOT / "solutions" / f"{STEMS['E10.1']}.ipynb", as_version=4)
-    (cell,) = [c for c in notebook.cells if c.source.startswith("def softmax(")]
-    cell.source = ("import inspect\nimport course_utils.attention\n"
-                   "exec(inspect.getsource(course_utils.attention.softmax))")
+    softmax scores 0, and so does ``winner``, which calls it; the rest keep their points. The
+    same for the solution's own softmax run by ``get_ipython().run_cell``: in the kernel's
+    history, but not a cell of the submission."""
     subs = tmp_path / "subs"
     subs.mkdir()
-    nbformat.write(notebook, subs / "lazy.ipynb")
-    (result,) = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)
-    assert result.points == {"energies": 3, "softmax": 0, "context": 1, "most_attended": 1,
-                             "winner": 0}, result.messages
-    assert NOT_WRITTEN in result.messages["softmax"]
-    assert "(through `softmax`)" in result.messages["winner"]
+    for student, source in {
+        "lazy": ("import inspect\nimport course_utils.attention\n"
+                 "exec(inspect.getsource(course_utils.attention.softmax))"),
+        "run_cell": None,
+    }.items():
+        notebook = nbformat.read(ROOT / "solutions" / f"{STEMS['E10.1']}.ipynb", as_version=4)
+        (cell,) = [c for c in notebook.cells if c.source.startswith("def softmax(")]
+        cell.source = source or f"get_ipython().run_cell({cell.source!r}, store_history=True)"
+        nbformat.write(notebook, subs / f"{student}.ipynb")
+    results = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)
+    for result in results:
+        assert result.points == {"energies": 3, "softmax": 0, "context": 1, "most_attended": 1,
+                                 "winner": 0}, (result.student, result.messages)
+        assert NOT_WRITTEN in result.messages["softmax"]
+        assert "(through `softmax`)" in result.messages["winner"]

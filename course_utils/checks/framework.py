@@ -19,7 +19,7 @@ import contextlib
 import importlib
 import sys
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from course_utils.checks.calling import NOT_IMPLEMENTED, CheckFailed
@@ -105,19 +105,17 @@ class Check:
     def _result(self, points: float, message: str) -> CheckResult:
         return CheckResult(self.exercise, self.name, points, self.points, message)
 
-    def _opening(self, student_fn: object, cells: Collection[str] | None = None
-                 ) -> Callable | dict:
+    def _opening(self, student_fn: object) -> Callable | dict:
         """Before the body runs: the function to check, or why there is none as plain data (the
-        name is missing or not callable, its code was not written in a cell of the notebook,
-        ``adapt`` refused the class, the function uses the reference). One opening for the
-        notebook, the grader's kernel and its judge. ``cells``: the digests of the notebook's
-        code cells (:func:`~course_utils.checks.own_work.cell_digest`), which the grader's
-        probe cell brings; None in the student's own notebook (any cell the kernel ran)."""
+        name is missing or not callable, its code was not written in a cell of the notebook
+        (:func:`~course_utils.checks.own_work.not_written_in_cells`), ``adapt`` refused the
+        class, the function uses the reference). One opening for the notebook, the grader's
+        kernel and its judge."""
         if student_fn is None:
             return {"defined": "missing"}
         if not callable(student_fn):
             return {"defined": "not callable", "type": type(student_fn).__name__[:80]}
-        outside = not_written_in_cells(student_fn, cells)
+        outside = not_written_in_cells(student_fn)
         if outside:
             return {"not_written": outside[:300]}
         if self.adapt is not None:
@@ -166,13 +164,12 @@ class Check:
 
     # ------------------------------------------------ under the grader: probe, then judge
 
-    def probe(self, student_fn: object, seed: int | None,
-              cells: Collection[str] | None = None) -> dict:
+    def probe(self, student_fn: object, seed: int | None) -> dict:
         """Kernel side: run the body on this run's inputs (from ``seed``) with ``student_fn``
         recorded, and return only raw data: what was defined, whether it was written in one of
-        the notebook's ``cells`` (their digests) and whether it used the reference, and each
-        call's result. Never a verdict: no points, no message."""
-        function = self._opening(student_fn, cells)
+        the notebook's cells and whether it used the reference, and each call's result. Never
+        a verdict: no points, no message."""
+        function = self._opening(student_fn)
         if isinstance(function, dict):
             return function
         calls: list[dict] = []

@@ -32,10 +32,11 @@ import textwrap
 import types
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
-__all__ = ["cell_digest", "copied_from", "library_methods", "module_files", "not_written_in_cells",
-           "references_to", "watch_calls"]
+__all__ = ["cell_digest", "copied_from", "library_methods", "module_files", "notebook_cells",
+           "not_written_in_cells", "references_to", "watch_calls"]
 
 #: How deep :func:`references_to` follows helper functions that call helper functions.
 _MAX_DEPTH = 8
@@ -262,6 +263,23 @@ def cell_digest(source: str) -> str:
     return hashlib.sha256(source.rstrip("\n").encode()).hexdigest()
 
 
+#: The digests of the notebook's code cells, while the grader's probe cell runs; None: any cell
+#: the kernel ran counts (the student's own notebook).
+_NOTEBOOK_CELLS: ContextVar[frozenset[str] | None] = ContextVar("course_notebook_cells",
+                                                                default=None)
+
+
+@contextmanager
+def notebook_cells(digests: Collection[str] | None) -> Iterator[None]:
+    """Inside the block, only the code cells with these digests (:func:`cell_digest`) count as
+    the notebook's own: the grader's probe cell sets them, from the submission it read."""
+    token = _NOTEBOOK_CELLS.set(None if digests is None else frozenset(digests))
+    try:
+        yield
+    finally:
+        _NOTEBOOK_CELLS.reset(token)
+
+
 class _Cells:
     """The cells this IPython kernel ran (its input history), and the code each compiles to.
     ``digests``: SHA-256 of the notebook's own code cells (the grader's), or None (any cell
@@ -362,12 +380,13 @@ def not_written_in_cells(value: object, digests: Collection[str] | None = None) 
     again gives the same code. Text run by ``exec``, ``eval`` or ``compile`` (under any file
     name), a ``types.FunctionType`` made from other code, a module file the notebook wrote, or
     a library function under the student's name, fails; a library's decorator around a cell's
-    function is allowed. ``digests`` (the grader's): the SHA-256 of the notebook's code cells,
-    so that a cell the code ran itself (``get_ipython().run_cell``) does not count."""
+    function is allowed. ``digests`` (by default those :func:`notebook_cells` set, the
+    grader's): the digests of the notebook's code cells, so that a cell the code ran itself
+    (``get_ipython().run_cell``) does not count."""
     shell = _kernel_shell()
     if shell is None:
         return None
-    cells = _Cells(shell, digests)
+    cells = _Cells(shell, _NOTEBOOK_CELLS.get() if digests is None else digests)
     seen: set[int] = set()
 
     def problem(function: types.FunctionType, may_be_library: bool, via: list[str]) -> str:

@@ -41,9 +41,11 @@ def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str,
     return (
         "import builtins as _b, json as _j\n"
         "from course_utils.checks import get_exercise as _g\n"
+        "from course_utils.checks.own_work import notebook_cells as _n\n"
         f"_c = _g({exercise_id!r}).checks[{check!r}]\n"
-        f"_b.print({MARKER!r} + {nonce!r} + _j.dumps(_c.probe(globals().get(_c.target), "
-        f"{seed!r}, {cells!r})))\n"
+        f"with _n({cells!r}):\n"
+        f"    _b.print({MARKER!r} + {nonce!r} + _j.dumps(_c.probe(globals().get(_c.target), "
+        f"{seed!r})))\n"
     )
 
 
