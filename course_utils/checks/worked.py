@@ -61,16 +61,13 @@ WORKED: dict[str, Worked] = {
         '''\
     def forward(self, tgt_in, encoder_outputs, summary, mask, positions=None):
         memory = self.prepare(encoder_outputs, summary, mask)   # the keys, once per batch
-        y = self.embed(tgt_in)                                  # (B, T_y, embed_dim)
-        s = self.initial_state(summary)                         # s_0, the bridge
-        states, contexts, weights = [], [], []
+        y, s = self.embed(tgt_in), self.initial_state(summary)  # (B, T_y, embed), s_0
+        steps = []
         for i in range(tgt_in.shape[1]):                        # y[:, i] is y_(i-1) of step i
             s, c, alpha = self.step(y[:, i], s, memory)
-            states.append(s)
-            contexts.append(c)
-            weights.append(alpha)
-        logits = self.predict(torch.stack(states, 1), torch.stack(contexts, 1), y, positions)
-        return logits, torch.stack(weights, 1)                  # (B, T_y, T_x) weights
+            steps.append((s, c, alpha))
+        S, C, weights = (torch.stack(x, dim=1) for x in zip(*steps))  # (B, T_y, ...) each
+        return self.predict(S, C, y, positions), weights
 '''),
 }
 
