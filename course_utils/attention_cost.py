@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.colors import LogNorm
+from matplotlib.colors import LogNorm, PowerNorm
 from matplotlib.figure import Figure
 from torch import nn
 from tqdm.auto import tqdm
@@ -84,10 +84,15 @@ def show_padding_masks(attention_class: type[nn.Module] = BahdanauAttention,
     columns = [f"x{j + 1}" for j in range(width)]
     rows = [f"sentence {b + 1} (len {k})" for b, k in enumerate(lengths)]
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(8, 5.4), layout="constrained")
-    plot_attention(unmasked, columns, rows, ax=top, title="No mask: padding takes weight")
-    plot_attention(masked, columns, rows, ax=bottom, title="With mask: padding weight is 0")
+    plot_attention(unmasked, columns, rows, ax=top, title="No mask: padding takes weight",
+                   colorbar=False)
+    plot_attention(masked, columns, rows, ax=bottom, title="With mask: padding weight is 0",
+                   colorbar=False)
     for ax in (top, bottom):
         ax.set_ylabel("")
+    # one colour bar for both maps, on their square-root scale (plot_attention's)
+    fig.colorbar(plt.cm.ScalarMappable(PowerNorm(0.5, vmin=0.0, vmax=1.0), cmap="viridis"),
+                 ax=[top, bottom], shrink=0.8, label="attention weight α (square-root scale)")
     on_padding = (unmasked * ~mask).sum(dim=1)  # (B,)
     print("without the mask, weight on padding per sentence:", on_padding.numpy().round(2))
     print("with the mask, every padded position has weight exactly 0:",

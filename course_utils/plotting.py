@@ -58,6 +58,7 @@ MIN_FONTSIZE = 9.0  # points, at that width
 _MIN_CELL = 0.18  # inches per token: a 9-point label per row or (upright) per column
 _MAX_CELL = 0.42  # inches per token: room for a 10-point label side by side
 _COLORBAR = 1.0  # inches the colour bar and its label take
+_SCALE = {1.0: "", 0.5: " (square-root scale)"}  # the colour bar says a scale that is not linear
 
 
 def _as_numpy(array: object) -> np.ndarray:
@@ -193,7 +194,8 @@ def plot_attention(
         fmt=".2f",
         annot_kws={"fontsize": MIN_FONTSIZE},
         cbar=colorbar,
-        cbar_kws={"label": "attention weight α", "shrink": 0.8} if colorbar else None,
+        cbar_kws={"label": "attention weight α" + _SCALE.get(gamma, f" (colour ∝ α^{gamma:g})"),
+                  "shrink": 0.8} if colorbar else None,
         xticklabels=_every(source_tokens, src_len, step),
         yticklabels=_every(target_tokens, tgt_len, step),
         linewidths=0.5 if annotate else 0.0,
@@ -336,7 +338,7 @@ def plot_attention_grid(
                        highlight_cells=highlight_cells[n] if highlight_cells else ())
     mappable = plt.cm.ScalarMappable(PowerNorm(gamma, vmin=0.0, vmax=1.0), cmap=cmap)
     fig.colorbar(mappable, ax=axes, shrink=min(0.6, 4.0 / height),
-                 label="attention weight α")
+                 label="attention weight α" + _SCALE.get(gamma, f" (colour ∝ α^{gamma:g})"))
     _equal_cells(fig, list(axes.flat), [(s[0], s[1]) for s in shapes])
     return fig
 

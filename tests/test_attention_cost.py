@@ -25,7 +25,7 @@ def test_padding_takes_weight_without_a_mask_and_none_with_it(capsys):
     assert "gets the context it gets alone: True" in out
     unmasked = [float(x) for x in out.split("[")[1].split("]")[0].split()]
     assert unmasked[0] == 0.0 and all(x > 0 for x in unmasked[1:])  # padding took weight
-    assert len(fig.axes) == 4  # two heatmaps, each with its colour bar
+    assert len(fig.axes) == 3  # two heatmaps and their one colour bar
     plt.close(fig)
 
 

@@ -23,6 +23,9 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
+from course_utils import reversal_views as views
+from course_utils.attention_cost import CostGrid, plot_attention_cost, show_padding_masks
+from course_utils.diagrams import plot_attention_shapes
 from course_utils.exposure_bias import plot_accuracy_by_position
 from course_utils.plotting import (
     MIN_FONTSIZE,
@@ -37,9 +40,23 @@ from course_utils.plotting import (
     plot_loss_curves,
     plot_weights,
 )
+from course_utils.reversal import reversal_vocab
 from course_utils.translation_setup import plot_sentence_lengths
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def reversal_history():
+    """A training history like notebook 3's: six epochs, snapshots at 0, 1, 2 and 6."""
+    from course_utils.training import History
+
+    anti = np.fliplr(np.eye(12)) * 0.6 + 0.4 / 12
+    snapshots = {0: [np.full((12, 12), 1 / 12)], 1: [anti], 2: [anti], 6: [anti]}
+    return History(epoch=list(range(1, 7)), train_loss=[1.7, 0.2, 0.04, 0.002, 8e-4, 6e-4],
+                   val_loss=[1.1, 0.02, 0.003, 0.002, 1e-3, 9e-4],
+                   val_token_accuracy=[0.6, 0.95, 0.99, 1.0, 1.0, 1.0],
+                   val_exact_match=[0.24, 0.958, 0.998, 0.998, 1.0, 1.0],
+                   seconds=[15.0, 30.0, 45.0, 60.0, 75.0, 90.0], snapshots=snapshots)
 
 
 def typical_attention(tgt_len: int, src_len: int, seed: int = 0) -> np.ndarray:
@@ -112,6 +129,19 @@ FIGURES = {
     "accuracy by position, notebook 4": lambda: plot_accuracy_by_position(
         result_plots.position_accuracy(),
         title="The attention model, two ways of feeding it (test_2016_flickr)"),
+    # notebooks 2 and 3's views (tests/test_attention_cost.py, tests/test_reversal_views.py)
+    "attention shapes, notebook 2": plot_attention_shapes,
+    "padding masks, notebook 2": lambda: show_padding_masks(),
+    "attention cost, notebook 2": lambda: plot_attention_cost(CostGrid(
+        (10, 20, 40, 80, 160), 1e-5 * np.outer([10, 20, 40, 80, 160], [10, 20, 40, 80, 160]) ** 0.9,
+        32, "cpu")),
+    "training, notebook 3": lambda: views.show_training(reversal_history()),
+    "alignment emerging, notebook 3": lambda: views.plot_emerging(
+        reversal_history(), list(range(4, 16)), reversal_vocab(20)),
+    "bottleneck, notebook 3": lambda: views.plot_bottleneck(views.Bottleneck(
+        {"attention": dict.fromkeys(range(2, 33), 1.0),
+         "vanilla": {n: max(0.0, 1 - max(0, n - 5) / 12) for n in range(2, 33)}},
+        {"attention": reversal_history(), "vanilla": reversal_history()})),
 }
 
 
@@ -123,15 +153,26 @@ def figure(request):
     plt.close(fig)
 
 
+def drawn_tick_labels(axis) -> list[Text]:
+    """The major tick labels matplotlib draws: those of ticks inside the axis's view limits (a
+    locator also returns ticks beyond them, e.g. the next decade of a log axis, which are not
+    drawn)."""
+    axis.axes.figure.canvas.draw()
+    low, high = sorted(axis.get_view_interval())
+    span = 1e-9 * (high - low)
+    return [tick.label1 for tick in axis.get_major_ticks()
+            if low - span <= tick.get_loc() <= high + span]
+
+
 def texts(fig: Figure) -> list[Text]:
     """Every text the figure prints: titles, annotations, legends, and the axes' labels and
-    tick labels where the axes are shown."""
+    the tick labels it draws, where the axes are shown."""
     found: list[Text] = list(fig.texts)
     for ax in fig.axes:
         found += [ax.title, ax._left_title, ax._right_title, *ax.texts]
         if ax.axison:
-            found += [ax.xaxis.label, ax.yaxis.label, *ax.get_xticklabels(),
-                      *ax.get_yticklabels()]
+            found += [ax.xaxis.label, ax.yaxis.label, *drawn_tick_labels(ax.xaxis),
+                      *drawn_tick_labels(ax.yaxis)]
         legend = ax.get_legend()
         if legend is not None:
             found += list(legend.texts)
@@ -280,7 +321,8 @@ def test_a_long_sentence_thins_its_labels_instead_of_shrinking_them():
     plt.close(fig)
 
 
-DIAGRAMS = [name for name in FIGURES if name.startswith(("decoding", "encoder"))]
+DIAGRAMS = [name for name in FIGURES
+            if name.startswith(("decoding", "encoder", "attention shapes"))]
 
 
 @pytest.mark.parametrize("name", DIAGRAMS)
