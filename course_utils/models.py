@@ -53,6 +53,8 @@ __all__ = [
 class Encoder(nn.Module):
     """Bidirectional GRU over a padded batch (``bidirectional=False``: forward only).
 
+    Notebook 3, section 2 uses it as given (a diagram and an interface); notebooks 4-6 train it.
+
     ``forward(src, src_lengths)`` returns
 
     - ``encoder_outputs``: ``(batch, src_len, 2 * hidden_dim)``, zeros at padded positions;
@@ -119,8 +121,9 @@ class DeepOutput(nn.Module):
     ``t~_i = U_o s_i + V_o E y_{i-1} + C_o c_i`` is one linear layer on the concatenation
     (width ``2 * maxout_dim``); the maxout ``t_{i,j} = max(t~_{i,2j-1}, t~_{i,2j})`` keeps
     the larger of each pair (width ``maxout_dim``, the paper's ``l``); the logits are
-    ``W_o t_i``. With ``maxout_dim=0`` the logits come straight from the concatenation (one
-    linear layer), the shallow output most tutorials use.
+    ``W_o t_i`` (notebook 3, section 2 calls it through ``predict``; notebook 4, section 10
+    measures what it saves). With ``maxout_dim=0`` the logits come straight from the
+    concatenation (one linear layer), the shallow output most tutorials use.
 
     The vocabulary projection is the largest matrix product of a training step, so a small
     ``l`` makes every step cheaper: from ``d -> V`` (``d`` the input width, ``V`` the
@@ -172,12 +175,16 @@ class GRUDecoder(nn.Module):
         self.out = DeepOutput(hidden_dim + encoder_dim + embed_dim, maxout_dim, vocab_size)
 
     def initial_state(self, summary: torch.Tensor) -> torch.Tensor:
+        """The bridge, ``s_0 = tanh(W [h_fwd_T; h_bwd_1])``: ``(batch, encoder_dim)`` ->
+        ``(batch, hidden_dim)``. Notebook 3, section 2: the first state of the teacher-forcing
+        pass."""
         return torch.tanh(self.bridge(summary))  # (batch, hidden_dim)
 
     def prepare(
         self, encoder_outputs: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor
     ) -> DecoderMemory:
-        """Per-batch work done once, before the first step: the steps' :class:`DecoderMemory`.
+        """Per-batch work done once, before the first step: the steps' :class:`DecoderMemory`
+        (notebook 3, section 2: the teacher-forcing pass calls it first).
 
         Padded positions of ``encoder_outputs`` are set to zero here, so that whatever the
         encoder left there (even NaN or inf) contributes nothing to any context.
