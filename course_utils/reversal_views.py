@@ -1,5 +1,7 @@
 """What notebook 3 shows of its reversal models, one call per figure or table.
 
+- :func:`reversal_data` (section 1): the vocabulary and the training and held-out pairs, with a
+  few examples printed;
 - :func:`show_training` (section 3): the epoch table, the loss and exact-match curves;
 - :func:`show_alignments` and :func:`alignment_summary` (section 4): heatmaps of held-out
   sequences scored against the known anti-diagonal, and the score over the held-out set;
@@ -32,11 +34,27 @@ from course_utils.reversal import (
     bottleneck_config,
     make_reversal_pairs,
     reversal_alignment,
+    reversal_vocab,
 )
 from course_utils.training import History, seed_everything, train
 
 __all__ = ["Bottleneck", "alignment_summary", "bottleneck_experiment", "plot_bottleneck",
-           "plot_emerging", "show_alignments", "show_training"]
+           "plot_emerging", "reversal_data", "show_alignments", "show_training"]
+
+
+def reversal_data(config: ReversalConfig, examples: int = 3) -> tuple[Vocab, list[Pair],
+                                                                      list[Pair]]:
+    """``(vocab, train_pairs, held_out_pairs)`` of ``config``'s sizes (seeds 1 and 2, drawn
+    independently), with their sizes and ``examples`` training pairs printed."""
+    vocab = reversal_vocab(config.n_symbols)
+    train_pairs = make_reversal_pairs(config.n_train, config.min_len, config.max_len, vocab, seed=1)
+    val_pairs = make_reversal_pairs(config.n_val, config.min_len, config.max_len, vocab, seed=2)
+    print(f"{len(vocab)} tokens ({config.n_symbols} symbols and {len(vocab) - config.n_symbols} "
+          f"special ones); {len(train_pairs):,} training and {len(val_pairs):,} held-out pairs, "
+          f"lengths {config.min_len} to {config.max_len}")
+    for source, target in train_pairs[:examples]:
+        print(" ".join(vocab.decode(source)), "  ->  ", " ".join(vocab.decode(target)))
+    return vocab, train_pairs, val_pairs
 
 
 def show_training(history: History, device: torch.device | str = "cpu") -> Figure:
@@ -74,9 +92,15 @@ def _rows(vocab: Vocab, output: Sequence[int], weights: np.ndarray | torch.Tenso
 
 
 def show_alignments(model: Seq2Seq, vocab: Vocab, pairs: Sequence[Pair],
-                    device: torch.device | str = "cpu") -> list[Figure]:
-    """One heatmap per pair, each titled with its alignment score (the mean weight on the right
-    source position, :func:`course_utils.reversal.alignment_score`)."""
+                    device: torch.device | str = "cpu", lengths: Sequence[int] = (8,),
+                    longest: bool = True) -> list[Figure]:
+    """Heatmaps of the first pair of each of ``lengths`` among ``pairs`` (the nearest length
+    there is) and, with ``longest``, of the longest pair; each titled with its alignment score
+    (the mean weight on the right position, :func:`course_utils.reversal.alignment_score`)."""
+    if not pairs:
+        raise ValueError("no pairs to draw")
+    chosen = [min(pairs, key=lambda p: abs(len(p[0]) - n)) for n in lengths]
+    pairs = chosen + ([max(pairs, key=lambda p: len(p[0]))] if longest else [])
     decoded = greedy_decode_pairs(model, list(pairs), device=device)
     if decoded.attention is None:
         raise ValueError("the model has no attention to draw (a vanilla model?)")

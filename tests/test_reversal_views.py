@@ -19,6 +19,16 @@ def history(exact=(0.5, 0.995), snapshots=None) -> History:
                    seconds=[3.0, 6.0], snapshots=snapshots or {})
 
 
+def test_the_data_view_draws_independent_sets_and_shows_examples(capsys):
+    vocab, train_pairs, val_pairs = views.reversal_data(QUICK, examples=2)
+    assert len(train_pairs) == QUICK.n_train and len(val_pairs) == QUICK.n_val
+    assert train_pairs[:5] != val_pairs[:5]
+    assert all(target == source[::-1] for source, target in train_pairs)
+    out = capsys.readouterr().out
+    assert f"{len(vocab)} tokens ({QUICK.n_symbols} symbols and 4 special ones)" in out
+    assert out.count("  ->  ") == 2
+
+
 def test_the_training_view_prints_every_epoch_and_when_99_percent_was_reached(capsys):
     plt.close(views.show_training(history()))
     out = capsys.readouterr().out
@@ -45,8 +55,10 @@ def test_heatmaps_and_the_summary_score_a_model_against_the_anti_diagonal(capsys
     vocab = reversal_vocab(QUICK.n_symbols)
     pairs = make_reversal_pairs(3, 3, 5, vocab, seed=0)
     model = build_model(QUICK.model_config(vocab, vocab)).eval()
-    figures = views.show_alignments(model, vocab, pairs[:2])
+    figures = views.show_alignments(model, vocab, pairs, lengths=(4,))
     assert len(figures) == 2 and all("alignment score" in f.axes[0].get_title() for f in figures)
+    longest = max(len(s) for s, _ in pairs)
+    assert figures[1].axes[0].get_title().startswith(f"length {longest}:")
     plt.close("all")
     views.alignment_summary(model, pairs)
     assert "uniform attention would score" in capsys.readouterr().out
