@@ -1,7 +1,6 @@
 """Checks for exercise E10.1: attention computed by hand.
 
-Inputs of the exercise: ``h_1 = [1, 0]``, ``h_2 = [0, 1]``, ``h_3 = [1, 1]``,
-``s_0 = [0.5, 0.5]``, ``W_s = W_h = I`` and ``v = [1, 1]``.
+Inputs: h_1 = [1, 0], h_2 = [0, 1], h_3 = [1, 1], s_0 = [0.5, 0.5], W_s = W_h = I, v = [1, 1].
 
 Students write five functions; each check runs the student's function on the E10.1
 inputs and on fresh inputs of other sizes (so a hard-coded answer does not pass), compares
@@ -469,9 +468,10 @@ def check_winner(winner: Callable) -> str:
         if failed is not None:
             raise failed
         return "the winning position is right for every query, E10.1's and unseen ones"
-    mistakes = [
-        ([r - 1 for r in right], "positions are numbered from 1, as in h_1, h_2, h_3: your "
-                                 "answers look like 0-based indices"),
+    mistakes: list[tuple[list[int | None], str]] = [
+        ([None if r is None else r - 1 for r in right],
+         "positions are numbered from 1, as in h_1, h_2, h_3: your answers look like 0-based "
+         "indices"),
         (_winners(lambda *a: -additive_attention(*a).energies, cases), "that is the state "
          "with the smallest energy: the largest energy gets the largest weight"),
         ([right[0]] * len(got), "it gives E10.1's answer whatever it is given: does it use "

@@ -55,7 +55,8 @@ def written_answers(path: Path, exercise: Any) -> dict[str, str]:
         metadata = cell.get("metadata") if isinstance(cell, dict) else None
         course = metadata.get("course") if isinstance(metadata, dict) else None
         name = course.get("manual") if isinstance(course, dict) else None
-        if cell.get("cell_type") == "markdown" and name in exercise.manual:
+        if cell.get("cell_type") == "markdown" and isinstance(name, str) and (
+                name in exercise.manual):
             source = cell.get("source", "")
             text = "".join(source) if isinstance(source, list) else str(source)
             if text.strip() and text.strip() != ANSWER_STUB:
@@ -169,9 +170,9 @@ def flags_of(exercise: Any, answers: dict[str, dict[str, str]], sources: list[So
                     for other in sorted(whose[run] - {student}):
                         shared[f"{other}'s answer"].append(i)
             text = answers[student].get(question, "")
-            for source, starts in shared.items():
+            for origin, starts in shared.items():
                 found[(student, question)].append(Flag(
-                    student, question, source, tuple(text[a:b] for a, b in
+                    student, question, origin, tuple(text[a:b] for a, b in
                                                      _passages(mine, starts))))
     return found
 
