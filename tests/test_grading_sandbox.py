@@ -251,7 +251,8 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
     limits = calibrated_limits(cell_seconds=5, total_seconds=120)
     result = grade_folder("E10.1", subs, tmp_path / "out", limits=limits, progress=False)[0]
     assert result.points["softmax"] == 0
-    assert result.total() == 8 - 2  # every other part keeps its points
+    assert result.points["winner"] == 0  # the worked winner calls the same softmax
+    assert result.total() == 8 - 2 - 1  # every other part keeps its points
     assert "time limit" in result.messages["softmax"]
     assert any("part 'softmax'" in n and "`softmax`" in n for n in result.notes)
 

@@ -90,3 +90,29 @@ def test_outside_a_kernel_nothing_is_refused():
     namespace: dict = {}
     exec("def f(x):\n    return x", namespace)
     assert not_written_in_cells(namespace["f"]) is None
+
+
+def test_cells_run_without_history_count_as_the_notebooks_own():
+    """nbval (the test suite's notebook runner) and some front ends run cells with
+    ``store_history=False``: the kernel still compiles and caches them under their cell names,
+    so a function they define is the notebook's own, and exec'd text still is not."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3")
+    printed: list[str] = []
+
+    def keep(message: dict) -> None:
+        if message["msg_type"] == "stream":
+            printed.append(message["content"]["text"])
+
+    try:
+        for code in ("from course_utils.checks.own_work import not_written_in_cells",
+                     "def honest(x):\n    return x + 1",
+                     "exec('def from_text(x):\\n    return x + 1')",
+                     "print([not_written_in_cells(honest), not_written_in_cells(from_text)])"):
+            client.execute_interactive(code, store_history=False, timeout=60, output_hook=keep)
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    text = "".join(printed)
+    assert text.startswith("[None, ") and "not from a cell of this notebook" in text, text

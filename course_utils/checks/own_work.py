@@ -25,6 +25,7 @@ import functools
 import hashlib
 import importlib
 import inspect
+import linecache
 import os
 import sys
 import sysconfig
@@ -305,6 +306,13 @@ class _Cells:
                     except Exception:  # a cell IPython cannot transform defines nothing
                         continue
                     self._names[name] = text
+            if self.digests is None:
+                # cells run without history (nbval and some front ends pass store_history=False)
+                # are still compiled and cached by the kernel under their cell names
+                for name in getattr(self.shell.compile, "_filename_map", {}):
+                    entry = linecache.cache.get(name)
+                    if name not in self._names and entry and entry[1] is None:
+                        self._names[name] = "".join(entry[2])
         return self._names
 
     def compiled(self, filename: str) -> set[tuple] | None:
