@@ -310,8 +310,9 @@ class _Cells:
                 # cells run without history (nbval and some front ends pass store_history=False)
                 # are still compiled and cached by the kernel under their cell names
                 for name in getattr(self.shell.compile, "_filename_map", {}):
-                    entry = linecache.cache.get(name)
-                    if name not in self._names and entry and entry[1] is None:
+                    entry: Any = linecache.cache.get(name)  # (size, None, lines, name)
+                    if name not in self._names and entry and len(entry) == 4 and (
+                            entry[1] is None):
                         self._names[name] = "".join(entry[2])
         return self._names
 
