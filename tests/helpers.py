@@ -55,3 +55,15 @@ def calibrated_limits(cell_seconds: float, total_seconds: float, memory_mb: int 
     slowness = machine_slowness()
     return GradingLimits(cell_seconds=cell_seconds * slowness,
                          total_seconds=total_seconds * slowness, memory_mb=memory_mb)
+
+
+#: ``course.py`` as students run it, in the test's own Python: the environment step is
+#: skipped (this Python is already the course's environment), everything else is course.py's.
+LAUNCH = """\
+import importlib.util, pathlib, sys
+spec = importlib.util.spec_from_file_location("course", sys.argv[1])
+course = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(course)
+course.ensure_environment = lambda **kwargs: pathlib.Path(sys.executable)
+raise SystemExit(course.main(sys.argv[2:]))
+"""

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from browser import free_port, headless_chromium, needs_chromium, screenshot_folder
-from helpers import ROOT
+from helpers import LAUNCH, ROOT
 
 from course_utils.tools.kernel import KERNEL_NAME
 
@@ -31,16 +31,6 @@ pytestmark = needs_chromium
 
 NOTEBOOK = ROOT / "notebooks" / "01_bottleneck_and_attention_by_hand.ipynb"
 
-#: ``course.py lab`` as the student runs it, in the test's own Python: the environment step is
-#: skipped (this Python is already the course's environment), everything else is course.py's.
-LAUNCH = """\
-import importlib.util, pathlib, sys
-spec = importlib.util.spec_from_file_location("course", sys.argv[1])
-course = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(course)
-course.ensure_environment = lambda **kwargs: pathlib.Path(sys.executable)
-raise SystemExit(course.main(sys.argv[2:]))
-"""
 
 #: JupyterLab settings for the test only: no autosave (nothing is ever written back), no news.
 LAB_SETTINGS = {

@@ -21,19 +21,10 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import ROOT
+from helpers import LAUNCH, ROOT
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="a pseudo-terminal is POSIX only")
 
-#: ``course.py`` as students run it, with the install skipped (this Python has the course).
-LAUNCH = """\
-import importlib.util, pathlib, sys
-spec = importlib.util.spec_from_file_location("course", sys.argv[1])
-course = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(course)
-course.ensure_environment = lambda **kwargs: pathlib.Path(sys.executable)
-raise SystemExit(course.main(sys.argv[2:]))
-"""
 TOKEN = "course-test-token"
 #: "a few seconds" from Ctrl-C to the prompt (it takes about 2 s; the rest is a loaded machine).
 EXIT_WITHIN = 15.0
