@@ -176,7 +176,7 @@ def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
         results = {r.student: r for r in grade_folder(
             exercise, folder, tmp_path / f"out-{exercise}", limits=GradingLimits(120, 600),
             progress=False)}
-        assert results["solution"].status == "graded"
+        assert results["solution"].status == "graded", (exercise, results["solution"].notes)
         assert all(results["solution"].points[c] > 0 for c in results["solution"].points)
         assert results["solution"].total() == sum(
             results["solution"].points.values()) and results["solution"].total() > 0
@@ -237,3 +237,26 @@ def test_the_summary_counts_notebooks_whose_cells_raised(graded):
     raised = sum(1 for r in results.values()
                  if r.status == "graded" and any(" raised " in n for n in r.notes))
     assert raised > 0 and f"cells that raised an error: {raised}" in text
+
+
+def test_a_kernel_that_never_starts_is_the_graders_error_and_is_retried(tmp_path, monkeypatch):
+    """A kernel that does not come up (a busy machine, a cold disk) ran none of the student's
+    code: the submission is not 'crashed', and the next run grades it again."""
+    import nbclient
+
+    from course_utils.tools.grading import worker
+    from course_utils.tools.grading.cache import REUSED
+
+    async def slow_start(self, **_):
+        raise RuntimeError("Kernel didn't respond in 120 seconds")
+
+    monkeypatch.setattr(nbclient.NotebookClient, "async_start_new_kernel_client", slow_start)
+    for name in ("HOME", "JUPYTER_RUNTIME_DIR", "MPLCONFIGDIR", "IPYTHONDIR", "JUPYTER_PATH",
+                 "COURSE_RUNS_DIR"):
+        monkeypatch.setenv(name, str(tmp_path))  # restored after: the worker sets its own
+    monkeypatch.chdir(tmp_path)
+    report = worker.run_notebook(str(SOLUTION), "E10.1", 60, report=lambda line: None)
+    assert report["status"] == "grader error" and report["status"] not in REUSED
+    assert any("the kernel did not start" in note for note in report["notes"]), report
+    assert worker.NotebookRun(nbformat.read(SOLUTION, as_version=4), "E10.1", 60, 0, [],
+                              print).failed(RuntimeError("x"))["status"] == "grader error"

@@ -69,6 +69,10 @@ def _few(notes: list[str]) -> list[str]:
             notes[-1]]
 
 
+#: Seconds a kernel may take to start, at least (the cell limit where that is longer).
+STARTUP_SECONDS = 120
+
+
 class NotebookRun:
     """One notebook's run: the probe cells appended to it (one per part, each with a tag drawn
     here, which the kernel cannot know), and what its cells showed, turned into notes, a status
@@ -83,6 +87,7 @@ class NotebookRun:
         self.notes = notes
         self.report = report
         self.status = "graded"
+        self.cells_run = 0  # cells the kernel ran: none means it never started
         self.parts: list[dict] = []
         # id of each probe cell -> (its part, the function it checks, its tag)
         self.probes: dict[int, tuple[str, str, str]] = {}
@@ -96,6 +101,7 @@ class NotebookRun:
             notebook.cells.append(cell)
 
     def on_cell_executed(self, cell: Any, cell_index: int, execute_reply: Any) -> None:
+        self.cells_run += 1
         errors = [o for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         probe = self.probes.get(id(cell))
         if probe is not None:
@@ -175,7 +181,14 @@ class NotebookRun:
                                "limit) before grading finished"])}
 
     def failed(self, error: Exception) -> dict:
-        """The run's report when running the notebook failed with ``error``."""
+        """The run's report when running the notebook failed with ``error``. Before its first
+        cell that is the grader's fault, not the submission's (the kernel it starts did not come
+        up: a machine too busy, a broken environment): a grader error, retried by the next run."""
+        if not self.cells_run:
+            return {"status": "grader error", "notes": _few([
+                *self.notes, f"the kernel did not start, so nothing of this notebook ran "
+                f"({type(error).__name__}: {error})"[:300], "grade it again: this result is "
+                "not kept"])}
         return {"status": "crashed",
                 "notes": _few([*self.notes, f"{type(error).__name__}: {error}"[:300]])}
 
@@ -218,6 +231,9 @@ def run_notebook(notebook_path: str, exercise_id: str, cell_seconds: float,
     run = NotebookRun(notebook, exercise_id, cell_seconds, seed or 0, notes, report)
     client = NotebookClient(
         notebook, timeout=cell_seconds, interrupt_on_timeout=True, allow_errors=True,
+        # a kernel's start is no student's code, but on a busy machine with a cold disk (a fresh
+        # environment's first PyTorch import) it can take longer than nbclient's 60 s
+        startup_timeout=max(STARTUP_SECONDS, cell_seconds),
         kernel_name=_kernel_here(folder), resources={"metadata": {"path": str(folder)}},
         on_cell_executed=run.on_cell_executed,
     )
