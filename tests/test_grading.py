@@ -260,3 +260,23 @@ def test_a_kernel_that_never_starts_is_the_graders_error_and_is_retried(tmp_path
     assert any("the kernel did not start" in note for note in report["notes"]), report
     assert worker.NotebookRun(nbformat.read(SOLUTION, as_version=4), "E10.1", 60, 0, [],
                               print).failed(RuntimeError("x"))["status"] == "grader error"
+
+
+def test_the_grader_tries_a_notebook_whose_kernel_never_started_once_more(tmp_path, monkeypatch):
+    from course_utils.tools.grading import batch
+    from course_utils.tools.grading.results import NO_KERNEL, GradeResult
+
+    calls = []
+
+    def flaky(path, *_):
+        calls.append(path)
+        if len(calls) == 1:
+            return GradeResult("x", "grader error", notes=[f"{NO_KERNEL}, so nothing ran"])
+        return GradeResult("x", "graded", points={"energies": 1.0})
+
+    monkeypatch.setattr(batch, "grade_one", flaky)
+    (tmp_path / "subs").mkdir()
+    (tmp_path / "subs" / "amy.ipynb").write_bytes(SOLUTION.read_bytes())
+    [result] = grade_folder("E10.1", tmp_path / "subs", tmp_path / "out", progress=False,
+                            calibrate=False)
+    assert len(calls) == 2 and result.status == "graded"

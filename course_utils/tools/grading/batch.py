@@ -22,7 +22,7 @@ from course_utils.tools.grading.limits import (
     memory_enforcement,
 )
 from course_utils.tools.grading.limits import calibrate as calibrate_now
-from course_utils.tools.grading.results import GradeResult, cut
+from course_utils.tools.grading.results import NO_KERNEL, GradeResult, cut
 from course_utils.tools.grading.shards import Conditions, in_shard, write_outputs
 from course_utils.tools.grading.supervise import clear_stop, grade_one, hidden_folders, stop_all
 
@@ -94,8 +94,15 @@ def grade_folder(
     clear_stop()
     pool = ThreadPoolExecutor(max_workers=max(1, jobs))
     threads = kernel_threads(min(jobs, len(to_grade)))
+    def attempt(path: Path) -> GradeResult:
+        result = grade_one(path, exercise_id, applied, sandbox, hide, threads)
+        if result.status == "grader error" and any(n.startswith(NO_KERNEL) for n in result.notes):
+            # the machine's fault, not the student's: one more try before the row says so
+            result = grade_one(path, exercise_id, applied, sandbox, hide, threads)
+        return result
+
     try:
-        futures = {pool.submit(grade_one, path, exercise_id, applied, sandbox, hide, threads):
+        futures = {pool.submit(attempt, path):
                    (student, digest) for student, path, digest in to_grade}
         for future in tqdm(as_completed(futures), total=len(futures), disable=not progress,
                            desc=f"grading {exercise_id}", unit="notebook"):

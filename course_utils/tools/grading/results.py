@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["MARKER", "MESSAGE_CHARS", "NOTES", "PART", "PROBE_BYTES", "REPORT_BYTES",
+__all__ = ["MARKER", "MESSAGE_CHARS", "NO_KERNEL", "NOTES", "PART", "PROBE_BYTES", "REPORT_BYTES",
            "STATUSES", "GradeResult", "cut"]
 
 MARKER = "@@COURSE-GRADE@@"  # a probe cell's output line, followed by that cell's tag
 PART = "@@COURSE-GRADE-PART@@"  # the worker streams each part's result as soon as it has it
+#: How a report begins the note that its kernel never started: a grader error, graded once more.
+NO_KERNEL = "the kernel did not start"
 STATUSES = ("graded", "timeout", "memory", "crashed", "not a notebook", "grader error")
 
 MESSAGE_CHARS = 400  # a check's message or a note, at most: a 5 MB exception makes no 5 MB file

@@ -26,9 +26,9 @@ from typing import Any
 from course_utils.checks import get_exercise
 from course_utils.checks.own_work import cell_digest
 from course_utils.tools.grading.intake import read_notebook
-from course_utils.tools.grading.results import MARKER, NOTES, PART, PROBE_BYTES
+from course_utils.tools.grading.results import MARKER, NO_KERNEL, NOTES, PART, PROBE_BYTES
 
-__all__ = ["NotebookRun", "main", "run_notebook"]
+__all__ = ["STARTUP_SECONDS", "NotebookRun", "main", "run_notebook"]
 
 
 def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str,
@@ -186,7 +186,7 @@ class NotebookRun:
         up: a machine too busy, a broken environment): a grader error, retried by the next run."""
         if not self.cells_run:
             return {"status": "grader error", "notes": _few([
-                *self.notes, f"the kernel did not start, so nothing of this notebook ran "
+                *self.notes, f"{NO_KERNEL}, so nothing of this notebook ran "
                 f"({type(error).__name__}: {error})"[:300], "grade it again: this result is "
                 "not kept"])}
         return {"status": "crashed",
