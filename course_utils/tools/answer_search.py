@@ -77,7 +77,8 @@ def solution_of(exercise_id: str, course: Path = COURSE) -> Path:
 
 def _regions(source: str) -> Iterator[str]:
     """The text between each pair of solution markers of a cell."""
-    inside, lines = False, list[str]()
+    inside = False
+    lines: list[str] = []
     for line in source.splitlines():
         if line.strip() in (BEGIN, END):
             if inside and lines:
