@@ -52,6 +52,7 @@ import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from course_utils.checks.registry import exercise_ids, notebook_of  # noqa: E402
 from course_utils.checks.worked import WORKED  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 from course_utils.tools.execute import run_notebook  # noqa: E402
@@ -65,17 +66,11 @@ FIGURE_MINUTES = 0.5
 WRITE_CODE_MINUTES = 1.0
 WRITING_WORDS_PER_MINUTE = 15
 
+#: The lecture notebooks, then every exercise's worked solution (registered by file name:
+#: :mod:`course_utils.checks.registry`).
 NOTEBOOKS = [
-    "notebooks/01_bottleneck_and_attention_by_hand.ipynb",
-    "notebooks/02_bahdanau_attention_in_pytorch.ipynb",
-    "notebooks/03_reversal_task.ipynb",
-    "notebooks/04_multi30k_vanilla_vs_attention.ipynb",
-    "notebooks/05_reading_attention_heatmaps.ipynb",
-    "notebooks/06_additive_vs_dot_product.ipynb",
-    "solutions/E10.1-attention-by-hand.ipynb",
-    "solutions/E10.2-vanilla-vs-attention.ipynb",
-    "solutions/E10.3-reading-attention-heatmaps.ipynb",
-    "solutions/E10.4-dot-and-general-scores.ipynb",
+    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("[0-9]*.ipynb")),
+    *(str(notebook_of(name, ROOT / "solutions").relative_to(ROOT)) for name in exercise_ids()),
 ]
 #: Sections outside the day's core path (README, "Day plan"), by notebook and section number:
 #: for fast students, for homework, or for a second session. Everything else is core, except
@@ -86,13 +81,11 @@ EXTENSION = {
     "notebooks/03_reversal_task.ipynb": ("7.",),
     "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("10.",),
 }
-#: Notebooks that are homework (or a second session) as a whole.
-HOMEWORK = (
+#: Notebooks that are homework (or a second session) as a whole: these lectures, and every
+#: worked solution that no block of the day (:data:`BLOCK_OF`, below) names.
+HOMEWORK_LECTURES = (
     "notebooks/05_reading_attention_heatmaps.ipynb",
-    "solutions/E10.2-vanilla-vs-attention.ipynb",
-    "solutions/E10.3-reading-attention-heatmaps.ipynb",
     "notebooks/06_additive_vs_dot_product.ipynb",  # the optional last hour, or homework
-    "solutions/E10.4-dot-and-general-scores.ipynb",
 )
 #: The course page's plan of the day, in minutes, block by block.
 PAGE_BLOCKS = {"theory": 45, "implementation": 60, "exercises": 45}
@@ -110,6 +103,8 @@ BLOCK_OF: dict[str, str | dict[str, str]] = {
 #: Notebooks whose computing runs in the background: notebook 4 is started (Run All) at the
 #: beginning of the day and trains in its own kernel while students work through the others.
 BACKGROUND = ("notebooks/04_multi30k_vanilla_vs_attention.ipynb",)
+HOMEWORK = (*HOMEWORK_LECTURES,
+            *(p for p in NOTEBOOKS if p.startswith("solutions/") and p not in BLOCK_OF))
 SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
 #: The tag of a lecture notebook's "your turn" cell; its metadata ``course.worked`` names the
 #: piece of :data:`course_utils.checks.worked.WORKED` the student writes there.

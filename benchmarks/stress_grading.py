@@ -29,17 +29,12 @@ from pathlib import Path
 
 import torch
 
-from course_utils.checks import get_exercise
+from course_utils.checks import exercise_ids, get_exercise, notebook_of
 from course_utils.files import update_section, write_text_atomically
 from course_utils.tools.grading import GradingLimits, grade_folder
 
 ROOT = Path(__file__).resolve().parents[1]
-EXERCISES = {
-    "E10.1": "E10.1-attention-by-hand.ipynb",
-    "E10.2": "E10.2-vanilla-vs-attention.ipynb",
-    "E10.3": "E10.3-reading-attention-heatmaps.ipynb",
-    "E10.4": "E10.4-dot-and-general-scores.ipynb",
-}
+EXERCISES = {name: notebook_of(name, ROOT / "solutions").name for name in exercise_ids()}
 
 
 def stress(exercise_id: str, copies: int, untouched: int, jobs: int, folder: Path) -> dict:

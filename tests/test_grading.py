@@ -8,6 +8,7 @@ import pytest
 from helpers import ROOT, calibrated_limits
 from nbformat.v4 import new_code_cell
 
+from course_utils.checks import exercise_ids, notebook_of
 from course_utils.tools.grading import GradingLimits, grade_folder, main
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
@@ -166,13 +167,12 @@ def test_bad_arguments_are_clear_errors(tmp_path, capsys):
 
 
 def test_solutions_score_full_marks_and_exercises_zero(tmp_path):
-    names = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention",
-             "E10.3": "E10.3-reading-attention-heatmaps", "E10.4": "E10.4-dot-and-general-scores"}
-    for exercise, name in names.items():
+    for exercise in exercise_ids():
         folder = tmp_path / exercise
         folder.mkdir()
-        (folder / "solution.ipynb").write_bytes((ROOT / "solutions" / f"{name}.ipynb").read_bytes())
-        (folder / "exercise.ipynb").write_bytes((ROOT / "exercises" / f"{name}.ipynb").read_bytes())
+        for kind in ("solution", "exercise"):
+            (folder / f"{kind}.ipynb").write_bytes(
+                notebook_of(exercise, ROOT / f"{kind}s").read_bytes())
         results = {r.student: r for r in grade_folder(
             exercise, folder, tmp_path / f"out-{exercise}", limits=GradingLimits(120, 600),
             progress=False)}

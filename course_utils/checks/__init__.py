@@ -37,7 +37,8 @@ exercise), :mod:`~course_utils.checks.calling` (calling the student's code, ``Ch
 :mod:`~course_utils.checks.probes` (the kernel's and the grader's halves),
 :mod:`~course_utils.checks.own_work` (spotting the reference in a student's function),
 :mod:`~course_utils.checks.hints` (naming a known mistake), and one module per exercise
-(``e10_1`` ... ``e10_4``). This file only gathers their public names.
+(``e10_1`` ... ``e10_4``), registered by their file names (:mod:`~course_utils.checks.registry`:
+``exercise_ids``, ``notebook_of``). This file only gathers their public names.
 """
 
 from course_utils.checks.calling import (
@@ -55,6 +56,7 @@ from course_utils.checks.framework import (
     get_exercise,
     nbgrader_points,
 )
+from course_utils.checks.registry import exercise_ids, notebook_of
 
 __all__ = [
     "NOT_IMPLEMENTED",
@@ -64,8 +66,10 @@ __all__ = [
     "Exercise",
     "ManualQuestion",
     "call_student",
+    "exercise_ids",
     "get_exercise",
     "nbgrader_points",
+    "notebook_of",
     "student_line",
     "try_run",
 ]

@@ -31,6 +31,7 @@ from course_utils.checks.own_work import (
     watch_calls,
 )
 from course_utils.checks.probes import recording, replaying, run_seed
+from course_utils.checks.registry import module_of
 
 __all__ = ["Check", "CheckResult", "Exercise", "ManualQuestion", "get_exercise",
            "nbgrader_points"]
@@ -280,21 +281,10 @@ class Exercise:
         return [check(namespace.get(check.target)) for check in self.checks.values()]
 
 
-# Exercise ids and the modules that define them; imported on first use.
-_MODULES = {
-    "E10.1": "course_utils.checks.e10_1",
-    "E10.2": "course_utils.checks.e10_2",
-    "E10.3": "course_utils.checks.e10_3",
-    "E10.4": "course_utils.checks.e10_4",
-}
-
-
 def get_exercise(exercise_id: str) -> Exercise:
-    """The :class:`Exercise` with this id, e.g. ``get_exercise("E10.1")``."""
-    if exercise_id not in _MODULES:
-        known = ", ".join(sorted(_MODULES))
-        raise ValueError(f"unknown exercise {exercise_id!r}; expected one of: {known}")
-    return importlib.import_module(_MODULES[exercise_id]).EXERCISE
+    """The :class:`Exercise` with this id, e.g. ``get_exercise("E10.1")``; the exercises are
+    registered by their modules' file names (:mod:`course_utils.checks.registry`)."""
+    return importlib.import_module(module_of(exercise_id)).EXERCISE
 
 
 def nbgrader_points(exercise_id: str, part: str, namespace: Mapping[str, object]) -> float:

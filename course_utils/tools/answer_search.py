@@ -34,6 +34,7 @@ from typing import NamedTuple
 import nbformat
 
 from course_utils.checks.framework import get_exercise
+from course_utils.checks.registry import exercise_ids, notebook_of
 from course_utils.tools.exercise_format import BEGIN, END
 
 __all__ = ["SHINGLE_WORDS", "WINDOW", "Finding", "code_tokens", "exercise_ids", "main",
@@ -62,17 +63,9 @@ class Finding(NamedTuple):
     text: str  # the first line of what was found
 
 
-def exercise_ids(course: Path = COURSE) -> list[str]:
-    """The exercises with a worked solution: ``E10.1`` from ``solutions/E10.1-....ipynb``."""
-    return sorted(path.name.split("-", 1)[0] for path in (course / "solutions").glob("E*.ipynb"))
-
-
 def solution_of(exercise_id: str, course: Path = COURSE) -> Path:
     """The worked solution of ``exercise_id``."""
-    found = sorted((course / "solutions").glob(f"{exercise_id}-*.ipynb"))
-    if len(found) != 1:
-        raise ValueError(f"expected one solutions/{exercise_id}-*.ipynb; found {len(found)}")
-    return found[0]
+    return notebook_of(exercise_id, course / "solutions")
 
 
 def _regions(source: str) -> Iterator[str]:
