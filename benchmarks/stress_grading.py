@@ -10,23 +10,27 @@ Every copy of a solution must score full marks and every untouched student versi
 whatever PyTorch this Python has: run it once in the course's pinned environment and once in an
 environment with the newest PyTorch the README's command installs. Each run's counts are kept
 beside the report in ``grading_stress.json`` (``docs/``: one entry per PyTorch version) and the
-table of all of them is written to its section of the report (``docs/benchmarks.md``). Exits 1
-when any honest run lost a point or any untouched exercise scored.
+table of all of them is written to its section of the report (``docs/benchmarks.md``). One copy
+of each shortcut a student would try (:func:`shortcuts`) is graded beside them. Exits 1 when any
+honest run lost a point, any untouched exercise scored, or any shortcut scored on a part it took.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime as dt
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import nbformat
 import torch
 
 from course_utils.checks import exercise_ids, get_exercise, notebook_of
@@ -37,11 +41,59 @@ ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = {name: notebook_of(name, ROOT / "solutions").name for name in exercise_ids()}
 
 
+def library_names() -> dict[str, str]:
+    """Every top-level function and class of the library (``course_utils/*.py``, the checks
+    and tools included) -> the module that defines it: what a lazy student would import."""
+    names: dict[str, str] = {}
+    for path in sorted((ROOT / "course_utils").rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
+                names.setdefault(node.name, module)
+    return names
+
+
+def shortcuts(exercise_id: str) -> dict[str, tuple[nbformat.NotebookNode, list[str]]]:
+    """The shortcuts a student would try, each as ``(notebook, the parts it takes)``, made from
+    the worked solution: every cell that defines a graded function or class replaced by
+
+    - ``exec``: ``exec`` of that cell's own (correct) text, as ``exec(inspect.getsource(...))``
+      of a library's copy would run it: code no cell of the notebook defines;
+    - ``library``: an import of the library's object of the same name, where one exists.
+
+    The parts a shortcut takes must score 0; the rest of the notebook is the honest solution."""
+    exercise = get_exercise(exercise_id)
+    library = library_names()
+    made = {}
+    for kind in ("exec", "library"):
+        notebook = nbformat.read(notebook_of(exercise_id, ROOT / "solutions"), as_version=4)
+        taken = []
+        for name, check in exercise.checks.items():
+            defines = re.compile(rf"^\s*(def|class)\s+{re.escape(check.target)}\b", re.M)
+            for cell in notebook.cells:
+                if cell.cell_type != "code" or not defines.search(cell.source):
+                    continue
+                if kind == "exec":
+                    cell.source = f"exec({cell.source!r})"
+                elif check.target in library:
+                    cell.source = f"from {library[check.target]} import {check.target}"
+                else:
+                    continue
+                taken.append(name)
+        if taken:
+            made[kind] = (notebook, sorted(set(taken)))
+    return made
+
+
 def stress(exercise_id: str, copies: int, untouched: int, jobs: int, folder: Path) -> dict:
-    """Grade ``copies`` solutions and ``untouched`` student versions of one exercise."""
+    """Grade ``copies`` solutions, ``untouched`` student versions of one exercise and one copy
+    of each of its :func:`shortcuts`."""
     exercise = get_exercise(exercise_id)
     submissions = folder / exercise_id
     submissions.mkdir()
+    tricks = shortcuts(exercise_id)
+    for kind, (notebook, _) in tricks.items():
+        nbformat.write(notebook, submissions / f"shortcut-{kind}.ipynb")
     for i in range(copies):
         shutil.copy(ROOT / "solutions" / EXERCISES[exercise_id],
                     submissions / f"honest-{i:03d}.ipynb")
@@ -59,8 +111,13 @@ def stress(exercise_id: str, copies: int, untouched: int, jobs: int, folder: Pat
                        if r.points.get(name, 0.0) < check.points}}
             for r in honest if r.status != "graded" or r.total() < exercise.auto_points]
     scored = [r for r in blank if r.total() > 0]
+    by_name = {r.student: r for r in results}
+    cheats = {kind: {part: by_name[f"shortcut-{kind}"].points.get(part, 0.0) for part in parts}
+              for kind, (_, parts) in tricks.items()}
     return {"honest": len(honest), "full_marks": len(honest) - len(lost),
             "untouched": len(blank), "untouched_zero": len(blank) - len(scored),
+            "shortcuts": cheats,
+            "shortcuts_zero": sum(not any(points.values()) for points in cheats.values()),
             "max_points": exercise.auto_points, "lost": lost[:10],
             "untouched_scored": [{"student": r.student, "points": r.total()} for r in scored],
             "seconds": round(wall, 1)}
@@ -68,11 +125,19 @@ def stress(exercise_id: str, copies: int, untouched: int, jobs: int, folder: Pat
 
 def table(runs: dict) -> str:
     lines = ["| PyTorch | exercise | honest runs | full marks | untouched runs | scored 0 | "
-             "seconds (batch) |", "|---|---|---|---|---|---|---|"]
+             "shortcuts tried: scored 0 on the parts they take | seconds (batch) |",
+             "|---|---|---|---|---|---|---|---|"]
     for version, run in sorted(runs.items()):
         for exercise_id, row in run["exercises"].items():
+            tried = row.get("shortcuts")
+            cheats = "not run" if tried is None else ", ".join(
+                f"{kind} ({len(parts)} part{'s' * (len(parts) != 1)}): "
+                + ("yes" if not any(parts.values()) else
+                   "NO: " + ", ".join(p for p, v in parts.items() if v))
+                for kind, parts in tried.items()) or "none applies"
             lines.append(f"| {version} | {exercise_id} | {row['honest']} | {row['full_marks']} | "
-                         f"{row['untouched']} | {row['untouched_zero']} | {row['seconds']} |")
+                         f"{row['untouched']} | {row['untouched_zero']} | {cheats} | "
+                         f"{row['seconds']} |")
     return "\n".join(lines)
 
 
@@ -85,7 +150,7 @@ def projection(run: dict, class_size: int = 10_000, machines: tuple[int, ...] = 
              + " | ".join(f"{m} machine{'s' * (m > 1)}" for m in machines) + " |",
              "|---|---|" + "---|" * len(machines)]
     for exercise_id, row in run["exercises"].items():
-        per = row["seconds"] / (row["honest"] + row["untouched"])
+        per = row["seconds"] / (row["honest"] + row["untouched"] + len(row.get("shortcuts", {})))
         cells = []
         for m in machines:
             minutes = per * class_size / m / 60
@@ -122,7 +187,8 @@ def main(argv: list[str] | None = None) -> int:
                                           args.jobs, Path(folder))
             row = results[exercise_id]
             print(f"{exercise_id}: {row['full_marks']} of {row['honest']} honest runs full "
-                  f"marks; {row['untouched_zero']} of {row['untouched']} untouched scored 0 "
+                  f"marks; {row['untouched_zero']} of {row['untouched']} untouched scored 0; "
+                  f"{row['shortcuts_zero']} of {len(row['shortcuts'])} shortcuts scored 0 "
                   f"({row['seconds']} s)", flush=True)
     store = args.out.with_name("grading_stress.json")  # beside the report: one entry a PyTorch
     runs = json.loads(store.read_text()) if store.exists() else {}
@@ -147,7 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         table(runs),
         "",
         f"In all: **{full} of {honest}** honest runs scored full marks and **{zero} of {blank}** "
-        "untouched exercises scored 0.",
+        "untouched exercises scored 0. Shortcuts, one copy each: every cell that defines a "
+        "graded function replaced by `exec` of its own text (code no cell defines, as "
+        "`exec(inspect.getsource(...))` of a copy runs it), or by an import of the library's "
+        "object of the same name where there is one; the parts a shortcut takes must score 0.",
         "",
         "### 10,000 submissions per exercise",
         "",
@@ -164,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     update_section(args.out, "grading-stress", text, title="Benchmarks")
     print(text)
     failed = any(r["full_marks"] < r["honest"] or r["untouched_zero"] < r["untouched"]
-                 for r in results.values())
+                 or r["shortcuts_zero"] < len(r["shortcuts"]) for r in results.values())
     for exercise_id, row in results.items():
         for lost in row["lost"]:
             print(f"LOST POINTS {exercise_id} {lost}", file=sys.stderr)

@@ -14,6 +14,7 @@ import pytest
 from helpers import ROOT, calibrated_limits
 from nbformat.v4 import new_code_cell
 
+from course_utils.checks import get_exercise
 from course_utils.tools.grading import collect, grade_folder, main
 from course_utils.tools.grading.sandbox import detect
 
@@ -460,6 +461,12 @@ def test_the_stress_benchmark_grades_solutions_and_untouched_exercises(tmp_path)
     assert "10,000 submissions per exercise" in text
     record = json.loads((tmp_path / "grading_stress.json").read_text())
     assert [run["exercises"]["E10.1"]["full_marks"] for run in record.values()] == [2]
+    # the shortcuts: exec of the answer's own text takes every part, the library's softmax one
+    [run] = record.values()
+    tried = run["exercises"]["E10.1"]["shortcuts"]
+    assert sorted(tried["exec"]) == sorted(get_exercise("E10.1").checks) and "softmax" in tried[
+        "library"] and run["exercises"]["E10.1"]["shortcuts_zero"] == 2
+    assert "| exec (5 parts): yes, library (1 part): yes |" in text
 
 
 def test_ctrl_c_while_a_worker_starts_kills_that_worker_too(tmp_path, monkeypatch):
