@@ -1,6 +1,7 @@
-"""Under ``course-grade``, every exercise: the worked solution keeps full marks, and the same
-solution with each graded function or class run from text by ``exec`` (the shortcut a student
-takes with ``exec(inspect.getsource(...))`` of the library) scores 0, saying why."""
+"""Under ``course-grade``, every exercise: the worked solution keeps full marks, the untouched
+student version scores 0 (every part "not implemented yet"), and the same solution with each
+graded function or class run from text by ``exec`` (the shortcut a student takes with
+``exec(inspect.getsource(...))`` of the library) scores 0, saying why. One batch per exercise."""
 
 import re
 
@@ -8,12 +9,10 @@ import nbformat
 import pytest
 from helpers import ROOT, calibrated_limits
 
-from course_utils.checks import get_exercise
+from course_utils.checks import exercise_ids, get_exercise, notebook_of
 from course_utils.tools.grading import grade_folder
 
 LIMITS = calibrated_limits(cell_seconds=120, total_seconds=500)
-STEMS = {"E10.1": "E10.1-attention-by-hand", "E10.2": "E10.2-vanilla-vs-attention",
-         "E10.3": "E10.3-reading-attention-heatmaps", "E10.4": "E10.4-dot-and-general-scores"}
 NOT_WRITTEN = "graded code must be written in this notebook's cells"
 
 
@@ -29,21 +28,26 @@ def run_from_text(notebook: nbformat.NotebookNode, targets: set[str]) -> int:
     return replaced
 
 
-@pytest.mark.parametrize("exercise_id", sorted(STEMS))
-def test_exec_of_the_solutions_own_text_scores_zero_and_the_solution_full_marks(
+@pytest.mark.parametrize("exercise_id", exercise_ids())
+def test_the_solution_scores_full_marks_the_untouched_exercise_and_exec_of_the_answer_zero(
         exercise_id, tmp_path):
     exercise = get_exercise(exercise_id)
-    solution = ROOT / "solutions" / f"{STEMS[exercise_id]}.ipynb"
+    solution = notebook_of(exercise_id, ROOT / "solutions")
     subs = tmp_path / "subs"
     subs.mkdir()
     nbformat.write(nbformat.read(solution, as_version=4), subs / "honest.ipynb")
+    (subs / "untouched.ipynb").write_bytes(notebook_of(exercise_id, ROOT / "exercises").read_bytes())
     shortcut = nbformat.read(solution, as_version=4)
     assert run_from_text(shortcut, {c.target for c in exercise.checks.values()}) >= 1
     nbformat.write(shortcut, subs / "shortcut.ipynb")
     results = {r.student: r for r in grade_folder(exercise_id, subs, tmp_path / "out",
                                                   limits=LIMITS, progress=False)}
-    honest, cheat = results["honest"], results["shortcut"]
+    honest, blank, cheat = results["honest"], results["untouched"], results["shortcut"]
+    assert honest.status == "graded", honest.notes
     assert honest.total() == exercise.auto_points, (honest.points, honest.messages)
+    assert all(honest.points[part] == check.points for part, check in exercise.checks.items())
+    assert blank.total() == 0 and set(blank.messages) == set(exercise.checks)
+    assert all("not implemented" in m for m in blank.messages.values()), blank.messages
     assert cheat.status == "graded" and cheat.total() == 0, (cheat.points, cheat.messages)
     for part, message in cheat.messages.items():
         assert NOT_WRITTEN in message and "runs code from `<string>`" in message, (part, message)
@@ -61,7 +65,7 @@ def test_the_librarys_source_run_by_exec_scores_zero_for_that_part_and_what_uses
                  "exec(inspect.getsource(course_utils.attention.softmax))"),
         "run_cell": None,
     }.items():
-        notebook = nbformat.read(ROOT / "solutions" / f"{STEMS['E10.1']}.ipynb", as_version=4)
+        notebook = nbformat.read(notebook_of("E10.1", ROOT / "solutions"), as_version=4)
         (cell,) = [c for c in notebook.cells if c.source.startswith("def softmax(")]
         cell.source = source or f"get_ipython().run_cell({cell.source!r}, store_history=True)"
         nbformat.write(notebook, subs / f"{student}.ipynb")
