@@ -19,6 +19,11 @@ from course_utils.checks.worked import WORKED, show_worked
 from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder
 
 
+def said(capsys) -> str:
+    """What the check printed, its line breaks (made between words) read as spaces."""
+    return " ".join(capsys.readouterr().out.split())
+
+
 def passes(check, cls) -> bool:
     """The check keeps the student's class (it passed) rather than a fallback."""
     return check(cls) is cls
@@ -57,7 +62,7 @@ def attention(fill=float("-inf"), *, mask_after=False, axis=-1, softmax=True, us
 
 def test_the_worked_attention_passes(capsys):
     assert passes(check_attention_module, attention())
-    assert capsys.readouterr().out.startswith("✓ MyBahdanauAttention")
+    assert said(capsys).startswith("✓ MyBahdanauAttention")
 
 
 @pytest.mark.parametrize(("mistake", "hint"), [
@@ -70,7 +75,7 @@ def test_the_worked_attention_passes(capsys):
 ])
 def test_a_mistake_is_named_and_the_notebook_goes_on(mistake, hint, capsys):
     assert not passes(check_attention_module, attention(**mistake))
-    out = capsys.readouterr().out
+    out = said(capsys)
     assert out.startswith("✗ MyBahdanauAttention") and hint in out, out
     assert "worked version" in out
 
@@ -81,7 +86,7 @@ def test_no_mask_at_all_is_named(capsys):
             return super().forward(decoder_state, encoder_outputs, None, keys)
 
     assert not passes(check_attention_module, NoMask)
-    assert "padding" in capsys.readouterr().out
+    assert "padding" in said(capsys)
 
 
 def test_an_unwritten_forward_says_so(capsys):
@@ -90,7 +95,7 @@ def test_an_unwritten_forward_says_so(capsys):
             raise NotImplementedError
 
     assert not passes(check_attention_module, Unwritten)
-    assert "not written yet" in capsys.readouterr().out
+    assert "not written yet" in said(capsys)
 
 
 def test_the_librarys_module_is_not_the_students_work(capsys):
@@ -99,7 +104,7 @@ def test_the_librarys_module_is_not_the_students_work(capsys):
             return BahdanauAttention.forward(self, decoder_state, encoder_outputs, mask, keys)
 
     assert not passes(check_attention_module, Delegates)
-    assert "write it yourself" in capsys.readouterr().out
+    assert "write it yourself" in said(capsys)
 
 
 def test_a_crash_in_the_students_code_is_reported_not_raised(capsys):
@@ -108,7 +113,7 @@ def test_a_crash_in_the_students_code_is_reported_not_raised(capsys):
             return self.W_s(encoder_outputs) + self.W_h(decoder_state)
 
     assert not passes(check_attention_module, Crashes)
-    assert "✗" in capsys.readouterr().out
+    assert "✗" in said(capsys)
 
 
 # ------------------------------------------------------------------ notebook 3's decoder step
@@ -144,7 +149,7 @@ def recomputes_keys(self, y_prev, s_prev, memory):
 
 def test_the_worked_step_passes(capsys):
     assert passes(check_decoder_step, decoder(right))
-    assert capsys.readouterr().out.startswith("✓ Decoder.step")
+    assert said(capsys).startswith("✓ Decoder.step")
 
 
 @pytest.mark.parametrize(("step", "hint"), [
@@ -154,7 +159,7 @@ def test_the_worked_step_passes(capsys):
 ])
 def test_a_step_mistake_is_named(step, hint, capsys):
     assert not passes(check_decoder_step, decoder(step))
-    out = capsys.readouterr().out
+    out = said(capsys)
     assert hint in out, out
 
 
@@ -163,7 +168,7 @@ def test_an_unwritten_step_says_so(capsys):
         raise NotImplementedError
 
     assert not passes(check_decoder_step, decoder(unwritten))
-    assert "not written yet" in capsys.readouterr().out
+    assert "not written yet" in said(capsys)
 
 
 def test_the_step_reads_the_memory_record_the_library_uses():
@@ -192,14 +197,14 @@ def test_an_unwritten_piece_falls_back_to_the_librarys_and_says_so(capsys):
             raise NotImplementedError
 
     assert check_attention_module(Unwritten) is BahdanauAttention
-    assert "use course_utils.BahdanauAttention" in capsys.readouterr().out
+    assert "use course_utils.BahdanauAttention" in said(capsys)
 
     def unwritten(self, y_prev, s_prev, memory):
         raise NotImplementedError
 
     fallback = check_decoder_step(decoder(unwritten))
     assert fallback.step is GRUDecoder.step and issubclass(fallback, AttentionDecoder)
-    assert "AttentionDecoder's own step" in capsys.readouterr().out
+    assert "AttentionDecoder's own step" in said(capsys)
 
 
 def test_the_worked_version_opens_only_after_a_failed_attempt(capsys):
@@ -207,11 +212,11 @@ def test_the_worked_version_opens_only_after_a_failed_attempt(capsys):
 
     worked._failed.discard("attention")
     show_worked("attention")
-    assert "Try MyBahdanauAttention.forward first" in capsys.readouterr().out
+    assert "Try MyBahdanauAttention.forward first" in said(capsys)
     assert not passes(check_attention_module, attention(mask_after=True))
-    assert "show_worked('attention')" in capsys.readouterr().out
+    assert "show_worked('attention')" in said(capsys)
     show_worked("attention")
-    assert "masked_fill" in capsys.readouterr().out
+    assert "masked_fill" in said(capsys)
     with pytest.raises(ValueError, match="show_worked takes one of"):
         show_worked("decoder")
 
@@ -251,7 +256,7 @@ def test_a_teacher_forcing_mistake_is_named(mistake, hint, capsys):
     capsys.readouterr()
     fallback = check_teacher_forcing(forward_with(**mistake))
     assert fallback.forward is GRUDecoder.forward
-    out = capsys.readouterr().out
+    out = said(capsys)
     assert out.startswith("✗ TeacherForcing.forward") and hint in out, out
 
 
@@ -261,7 +266,7 @@ def test_the_librarys_forward_is_not_the_students_work(capsys):
 
     assert not passes(check_teacher_forcing,
                       type("TeacherForcing", (AttentionDecoder,), {"forward": forward}))
-    assert "write it yourself" in capsys.readouterr().out
+    assert "write it yourself" in said(capsys)
     assert not passes(check_teacher_forcing, AttentionDecoder)
 
 
@@ -280,7 +285,7 @@ def test_a_step_that_forgets_the_mask_is_told_so(capsys):
         return self.cell(torch.cat([y_prev, c], dim=-1), s_prev), c, alpha
 
     assert not passes(check_decoder_step, decoder(no_mask))
-    assert "mask=memory.mask" in capsys.readouterr().out
+    assert "mask=memory.mask" in said(capsys)
 
 
 def test_token_ids_fed_to_the_step_get_a_shape_hint(capsys):
@@ -294,4 +299,16 @@ def test_token_ids_fed_to_the_step_get_a_shape_hint(capsys):
 
     assert not passes(check_teacher_forcing,
                       type("TeacherForcing", (AttentionDecoder,), {"forward": forward}))
-    assert "not token ids" in capsys.readouterr().out
+    assert "not token ids" in said(capsys)
+
+
+def test_a_verdict_breaks_its_lines_between_words_at_the_notebooks_width(capsys):
+    from course_utils.checks import lecture
+
+    lecture._say("✗ Decoder.step: " + "the decoder's state has the wrong shape " * 6
+                 + "`course_utils.attention.BahdanauAttention.forward_with_a_long_name`.\nNext.")
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) > 3 and lines[-1] == "Next."
+    assert all(len(line) <= lecture.WIDTH for line in lines[:-2])  # a long name stays whole
+    assert any("`course_utils.attention.BahdanauAttention.forward_with_a_long_name`." in line
+               for line in lines)

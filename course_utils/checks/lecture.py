@@ -12,6 +12,7 @@ the graded exercises.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable, Collection
 
 import torch
@@ -58,6 +59,17 @@ def close_pair(got: object, wrong: tuple[torch.Tensor, torch.Tensor]) -> bool:
     return isinstance(got, tuple) and len(got) >= 2 and all(map(close, got[:2], wrong))
 
 
+#: Characters per line of a verdict: JupyterLab breaks a longer output line anywhere, even
+#: inside a word, at the width of the notebook.
+WIDTH = 88
+
+
+def _say(text: str) -> None:
+    """Print ``text`` with each of its lines broken between words at :data:`WIDTH`."""
+    print("\n".join(textwrap.fill(line, WIDTH, break_long_words=False, break_on_hyphens=False,
+                                   subsequent_indent="  ") for line in text.splitlines()))
+
+
 def _report(name: str, piece: str, fallback: str, problems: Callable[[], str]) -> bool:
     """Run ``problems`` (which returns what passed, or raises), print one verdict, return it.
 
@@ -67,15 +79,15 @@ def _report(name: str, piece: str, fallback: str, problems: Callable[[], str]) -
     try:
         passed = problems()
     except NotImplementedError:
-        print(f"✗ {name} is not written yet: write it in the cell above, run that cell, then "
-              f"this one. {using}")
+        _say(f"✗ {name} is not written yet: write it in the cell above, run that cell, then "
+             f"this one. {using}")
         return False
     except CheckFailed as failed:
         attempt_failed(piece)
-        print(f"✗ {name}: {failed.message.rstrip('.')}.\n{using} Stuck? "
-              f"show_worked({piece!r}) prints a worked version.")
+        _say(f"✗ {name}: {failed.message.rstrip('.')}.\n{using} Stuck? "
+             f"show_worked({piece!r}) prints a worked version.")
         return False
-    print(f"✓ {name}: {passed} The cells below use yours.")
+    _say(f"✓ {name}: {passed} The cells below use yours.")
     return True
 
 
