@@ -3,18 +3,23 @@
 Every notebook's metadata names the kernel ``bahdanau-day10``. Registering it (which
 ``python course.py lab`` does) makes JupyterLab run the notebooks in the same Python
 environment that the tests use. ``python -m course_utils.tools.kernel --user`` registers it for
-a Jupyter installed elsewhere.
+a Jupyter installed elsewhere. The kernel loads :mod:`course_utils.tools.lab_hints`, which says
+which section to run first when a cell uses a name an earlier cell defines.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
 KERNEL_NAME = "bahdanau-day10"
 DISPLAY_NAME = "Python (Day 10: Bahdanau attention)"
+#: IPython extensions the course's kernel loads.
+EXTENSIONS = ("course_utils.tools.lab_hints",)
 
-__all__ = ["DISPLAY_NAME", "KERNEL_NAME", "install_kernel", "main"]
+__all__ = ["DISPLAY_NAME", "EXTENSIONS", "KERNEL_NAME", "install_kernel", "main"]
 
 
 def install_kernel(user: bool = False, prefix: str | None = None) -> str:
@@ -25,10 +30,15 @@ def install_kernel(user: bool = False, prefix: str | None = None) -> str:
     from ipykernel.kernelspec import install
 
     if user:
-        return install(user=True, kernel_name=KERNEL_NAME, display_name=DISPLAY_NAME)
-    return install(
-        prefix=prefix or sys.prefix, kernel_name=KERNEL_NAME, display_name=DISPLAY_NAME
-    )
+        folder = install(user=True, kernel_name=KERNEL_NAME, display_name=DISPLAY_NAME)
+    else:
+        folder = install(prefix=prefix or sys.prefix, kernel_name=KERNEL_NAME,
+                         display_name=DISPLAY_NAME)
+    spec_file = Path(folder) / "kernel.json"
+    spec = json.loads(spec_file.read_text(encoding="utf-8"))
+    spec["argv"] = [*spec["argv"], *(f"--ext={name}" for name in EXTENSIONS)]
+    spec_file.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
+    return folder
 
 
 def main(argv: list[str] | None = None) -> int:
