@@ -144,6 +144,9 @@ def test_notebook_1_runs_all_cells_in_jupyterlab_in_a_browser_without_an_error(l
         kernel_name = driver.execute_script(
             f"return {PANEL}.sessionContext.session.kernel.name")
         assert kernel_name == KERNEL_NAME
+        time.sleep(1)  # the kernel's info has reached the notebook's metadata
+        dirty = driver.execute_script(f"return {PANEL}.context.model.dirty")
+        assert dirty is False, "the notebook opened already marked unsaved"
         # Run > Run All Cells, through the menu bar as a student would
         menu = next(item for item in driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item")
                     if item.text.strip() == "Run")
