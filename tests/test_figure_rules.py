@@ -156,8 +156,7 @@ def figure(request):
 def drawn_tick_labels(axis) -> list[Text]:
     """The major tick labels matplotlib draws: those of ticks inside the axis's view limits (a
     locator also returns ticks beyond them, e.g. the next decade of a log axis, which are not
-    drawn)."""
-    axis.axes.figure.canvas.draw()
+    drawn). Read after the figure has been drawn (:func:`texts` draws it once)."""
     low, high = sorted(axis.get_view_interval())
     span = 1e-9 * (high - low)
     return [tick.label1 for tick in axis.get_major_ticks()
@@ -167,6 +166,7 @@ def drawn_tick_labels(axis) -> list[Text]:
 def texts(fig: Figure) -> list[Text]:
     """Every text the figure prints: titles, annotations, legends, and the axes' labels and
     the tick labels it draws, where the axes are shown."""
+    fig.canvas.draw()  # once: the tick labels, their positions and the layout as shown
     found: list[Text] = list(fig.texts)
     for ax in fig.axes:
         found += [ax.title, ax._left_title, ax._right_title, *ax.texts]
