@@ -1,6 +1,8 @@
 """E10.2 checks: full marks for the solution, zero for the untouched exercise, a named
 mistake for the usual errors."""
 
+import re
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -16,11 +18,23 @@ SOLUTION = ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.2-vanilla-vs-attention.ipynb"
 
 
+def functions(path):
+    """The notebook's functions and classes, with the ``re`` its first cell imports."""
+    namespace = notebook_functions(path)
+    namespace["re"] = re
+    return namespace
+
+
 def test_solution_scores_full_marks_and_exercise_scores_zero():
-    assert all(r.passed for r in checks.EXERCISE.grade(notebook_functions(SOLUTION)))
-    for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
+    assert all(r.passed for r in checks.EXERCISE.grade(functions(SOLUTION)))
+    for result in checks.EXERCISE.grade(functions(EXERCISE)):
         assert result.points == 0 and result.message == NOT_IMPLEMENTED
-    assert get_exercise("E10.2").max_points == 22
+    exercise = get_exercise("E10.2")
+    assert (exercise.auto_points, exercise.max_points) == (15, 23)
+    # the attention model is the lecture's: checked in the notebook, not graded again
+    assert set(exercise.checks) == {"vanilla_context", "vanilla_step", "bleu_by_bucket",
+                                    "plot_bleu_by_length", "plot_loss_curves",
+                                    "word_differences"}
 
 
 def bucketed(bounds, average=False, empty_is_zero=False):
@@ -201,7 +215,7 @@ def backward_first(self, state, memory):
 
 
 @pytest.mark.parametrize("context, points, expected", [
-    (right_context, 2, "final states, read from its outputs"),
+    (right_context, 3, "final states, read from its outputs"),
     (lambda self, s, m: (m.summary, None), 0, "returns `memory.summary`"),
     (lambda self, s, m: (m.summary + 0, None), 0, "reads `memory.summary`"),
     (lambda self, s, m: (m.encoder_outputs.mean(1), None), 0, "mean of the encoder outputs"),
@@ -212,11 +226,11 @@ def backward_first(self, state, memory):
     (backward_first, 0, "wrong concatenation order: the forward state comes first"),
     (lambda self, s, m: (right_context(self, s, m)[0] + s.sum(), None), 0,
      "changes with the decoder state"),
-    (lambda self, s, m: (right_context(self, s, m)[0], m.mask.float()), 1,
+    (lambda self, s, m: (right_context(self, s, m)[0], m.mask.float()), 2,
      "no attention weights"),
     (lambda self, s, m: right_context(self, s, m)[0], 0, "must return a pair"),
     (lambda self, s, m: VanillaDecoder.context(self, s, m), 0, "calls the library's `context`"),
-    (lambda self, s, m: (right_context(self, s, m)[0].detach(), None), 1,
+    (lambda self, s, m: (right_context(self, s, m)[0].detach(), None), 2,
      "no gradient flows back from your context"),
     (lambda self, s, m: (right_context(self, s, m)[0].numpy(), None), 0,
      "must be a torch tensor"),
@@ -370,10 +384,27 @@ def test_bucketing_handed_to_the_librarys_metrics_scores_zero():
 def test_an_attribute_named_like_a_library_import_is_not_a_use_of_it():
     # E10.2's notebook imports course_utils.metrics.corpus_bleu; sacrebleu.corpus_bleu in the
     # student's function is sacrebleu's, not the library's (an honest solution once lost 3 points)
-    namespace = dict(notebook_functions(SOLUTION))
+    namespace = dict(functions(SOLUTION))
     from course_utils.metrics import corpus_bleu
 
     namespace["corpus_bleu"] = corpus_bleu
     honest = type(namespace["bleu_by_bucket"])(namespace["bleu_by_bucket"].__code__, namespace)
     result = checks.check_bleu_by_bucket(honest)
     assert result.passed, result.message
+
+
+def test_charts_handed_to_the_librarys_plotting_score_zero():
+    from course_utils import plotting
+
+    def plot_loss_curves(histories):
+        return plotting.plot_loss_curves(histories)
+
+    result = checks.check_loss_curves(plot_loss_curves)
+    assert result.points == 0 and "course_utils.plotting" in result.message, result.message
+    assert judged_by_grader(checks.check_loss_curves, plot_loss_curves).points == 0
+
+    def plot_bleu_by_length(scores):
+        return plotting.plot_bleu_by_length(scores)
+
+    result = checks.check_plot_bleu(plot_bleu_by_length)
+    assert result.points == 0 and "course_utils.plotting" in result.message, result.message

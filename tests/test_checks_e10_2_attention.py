@@ -1,241 +1,172 @@
-"""E10.2's attention parts: the student's AdditiveAttention and BahdanauDecoder earn full marks
-when right, nothing when untouched or handed to the library, and a named hint for each usual
-mistake, in the notebook and under the grader alike; the trained model loads into the library's."""
+"""E10.2's attention model is the one the student built in notebooks 2 and 3: pasted into the
+exercise, checked again by the lecture's checks, not graded, trained (with the library's piece
+standing in for one that does not pass), and its checkpoint loads into the library's model
+(E10.3 reads it). And Part 7a, ``word_differences``: right in any style earns the points, a
+wrong answer loses them with a named hint, values typed in do not pass."""
 
-from dataclasses import replace
+import re
+from collections import Counter
 
 import pytest
 import torch
 from helpers import ROOT, judged_by_grader, notebook_functions
 
-from course_utils.checkpoints import E10_2_RUN, load_checkpoint, save_checkpoint
+from course_utils.attention import BahdanauAttention
+from course_utils.checkpoints import load_checkpoint, save_checkpoint
 from course_utils.checks import NOT_IMPLEMENTED
 from course_utils.checks import e10_2 as checks
-from course_utils.checks.attention_hints import (
-    KEYS_RECOMPUTED,
-    MASK_AFTER_SOFTMAX,
-    MASK_MISSING,
-    NO_SOFTMAX,
-    NOT_NORMALISED,
-    SWAPPED_INPUT,
-    WRONG_AXIS,
-)
-from course_utils.checks.decoders import CONFIG
+from course_utils.checks.word_errors import _case
 from course_utils.data import Vocab
-from course_utils.models import AttentionDecoder, build_model
-
-SOLUTION = notebook_functions(ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb")
-EXERCISE = notebook_functions(ROOT / "exercises" / "E10.2-vanilla-vs-attention.ipynb")
-RIGHT_ATTEND = """
-        query = self.W_s(decoder_state).unsqueeze(1)
-        energies = self.v(torch.tanh(query + keys)).squeeze(-1)
-        energies = energies.masked_fill(~mask, float("-inf"))
-        weights = torch.softmax(energies, dim=-1)
-"""
+from course_utils.models import AttentionDecoder, GRUDecoder, ModelConfig, build_model
 
 
-def attention_class(attend_body=RIGHT_ATTEND, keys_body="return self.W_h(encoder_outputs)",
-                    extra=""):
-    source = f"""
-class AdditiveAttention(nn.Module):
-    def __init__(self, encoder_dim, decoder_dim, attention_dim):
-        super().__init__()
-        self.W_s = nn.Linear(decoder_dim, attention_dim, bias=False)
-        self.W_h = nn.Linear(encoder_dim, attention_dim, bias=False)
-        self.v = nn.Linear(attention_dim, 1, bias=False)
-
-    def project_keys(self, encoder_outputs):
-        {keys_body}
-
-    def attend(self, decoder_state, encoder_outputs, keys, mask):{extra}
-{attend_body}
-        context = torch.bmm(weights.unsqueeze(1), encoder_outputs).squeeze(1)
-        return context, weights
-"""
-    namespace = dict(SOLUTION)
-    exec(source, namespace)
-    return namespace["AdditiveAttention"]
+def functions(name):
+    namespace = notebook_functions(ROOT / name / "E10.2-vanilla-vs-attention.ipynb")
+    namespace["re"] = re
+    return namespace
 
 
-def make_decoder(step_body, attention=None):
-    namespace = dict(SOLUTION)
-    namespace["AdditiveAttention"] = attention or SOLUTION["AdditiveAttention"]
-    namespace["SOLUTION_PREPARE"] = SOLUTION["BahdanauDecoder"].prepare
-    exec(f"""
-class BahdanauDecoder(AttentionDecoder):
-    def __init__(self, vocab_size, embed_dim, hidden_dim, encoder_dim, attention_dim,
-                 dropout=0.0, maxout_dim=0, score="additive"):
-        GRUDecoder.__init__(self, vocab_size, embed_dim, hidden_dim, encoder_dim, dropout,
-                            maxout_dim)
-        self.attention = AdditiveAttention(encoder_dim, hidden_dim, attention_dim)
-
-    prepare = SOLUTION_PREPARE
-
-    def step(self, embedded, state, memory):
-{step_body}
-""", namespace)
-    return namespace["BahdanauDecoder"]
+SOLUTION, EXERCISE = functions("solutions"), functions("exercises")
+CONFIG = ModelConfig(src_vocab_size=17, tgt_vocab_size=15, embed_dim=6, hidden_dim=5,
+                     attention_dim=4, dropout=0.0, maxout_dim=3)
 
 
-def both_ways(check, student):
-    """The verdict in the notebook, checked equal to the grader's."""
-    result = check(student)
-    judged = judged_by_grader(check, student)
-    assert (judged.points, judged.message) == (result.points, result.message)
-    return result
+def pieces(namespace):
+    return (namespace["MyBahdanauAttention"], namespace["Decoder"],
+            namespace["TeacherForcing"])
 
 
-def test_the_solution_scores_full_marks_and_the_exercise_nothing():
-    for check, name in [(checks.check_attention, "AdditiveAttention"),
-                        (checks.check_attention_step, "BahdanauDecoder")]:
-        assert both_ways(check, SOLUTION[name]).passed
-        untouched = both_ways(check, EXERCISE[name])
-        assert untouched.points == 0 and untouched.message == NOT_IMPLEMENTED
+def batch():
+    generator = torch.Generator().manual_seed(0)
+    lengths = torch.tensor([5, 2, 4])
+    src = torch.randint(4, CONFIG.src_vocab_size, (3, 5), generator=generator)
+    src[torch.arange(5)[None, :] >= lengths[:, None]] = Vocab.pad_id
+    tgt_in = torch.randint(4, CONFIG.tgt_vocab_size, (3, 4), generator=generator)
+    return src, lengths, tgt_in
 
 
-@pytest.mark.parametrize("attend, points, hint", [
-    ("""        energies = self.v(torch.tanh(self.W_s(decoder_state).unsqueeze(1) + keys)).squeeze(-1)
-        weights = torch.softmax(energies, dim=-1) * mask""", 1, MASK_AFTER_SOFTMAX),
-    ("""        energies = self.v(torch.tanh(self.W_s(decoder_state).unsqueeze(1) + keys)).squeeze(-1)
-        weights = torch.softmax(energies, dim=-1)""", 1, MASK_MISSING),
-    ("""        energies = self.v(torch.tanh(self.W_s(decoder_state).unsqueeze(1) + keys)).squeeze(-1)
-        weights = torch.softmax(energies.masked_fill(~mask, float("-inf")), dim=0)""", 1,
-     WRONG_AXIS),
-    ("""        energies = self.v(torch.tanh(self.W_s(decoder_state).unsqueeze(1) + keys)).squeeze(-1)
-        weights = energies.masked_fill(~mask, 0.0)""", 1, NO_SOFTMAX),
-    ("""        energies = self.v(torch.tanh(self.W_s(decoder_state).unsqueeze(1) + keys)).squeeze(-1)
-        weights = torch.exp(energies) * mask""", 1, NOT_NORMALISED),
-    ("""        keys = self.W_h(encoder_outputs)
-""" + RIGHT_ATTEND, 2, "does not use the keys it is given"),
-])
-def test_attention_mistakes_get_their_named_hints(attend, points, hint):
-    result = both_ways(checks.check_attention, attention_class(attend))
-    assert result.points == points and hint in result.message, result
-
-
-def test_wrong_keys_lose_their_point_and_say_what_keys_are():
-    result = both_ways(checks.check_attention, attention_class(
-        keys_body="return encoder_outputs"))
-    assert result.points == 2 and "`project_keys` must return the keys W_h h_j" in result.message
-
-
-@pytest.mark.parametrize("student, why", [
-    (lambda: attention_class(extra="\n        return BahdanauAttention.attend(self, "
-                                   "decoder_state, encoder_outputs, keys, mask)"),
-     "BahdanauAttention"),
-])
-def test_attention_handed_to_the_library_scores_zero(student, why):
-    from course_utils.attention import BahdanauAttention
-
-    SOLUTION["BahdanauAttention"] = BahdanauAttention
-    try:
-        result = both_ways(checks.check_attention, student())
-    finally:
-        del SOLUTION["BahdanauAttention"]
-    assert result.points == 0 and "write it yourself" in result.message.lower(), result
-
-
-def test_a_subclass_of_the_library_attention_scores_zero():
-    from course_utils.attention import BahdanauAttention
-
-    class AdditiveAttention(BahdanauAttention):
-        pass
-
-    result = both_ways(checks.check_attention, AdditiveAttention)
-    assert result.points == 0 and "subclass `nn.Module`" in result.message
-
-
-RIGHT_STEP = """        context, weights = self.attention.attend(state, memory.encoder_outputs, memory.keys,
-                                                 memory.mask)
-"""
-
-
-@pytest.mark.parametrize("step, hint", [
-    (RIGHT_STEP + """        return self.cell(torch.cat([context, embedded], -1), state), context, weights""",
-     SWAPPED_INPUT),
-    ("""        keys = self.attention.project_keys(memory.encoder_outputs)
-        context, weights = self.attention.attend(state, memory.encoder_outputs, keys, memory.mask)
-        return self.cell(torch.cat([embedded, context], -1), state), context, weights""",
-     KEYS_RECOMPUTED),
-    (RIGHT_STEP + """        state = self.cell(torch.cat([embedded, context], -1), state)
-        context, weights = self.attention.attend(state, memory.encoder_outputs, memory.keys,
-                                                 memory.mask)
-        return state, context, weights""", "s_(i-1)"),
-])
-def test_step_mistakes_get_their_named_hints(step, hint):
-    result = both_ways(checks.check_attention_step, make_decoder(step))
-    assert result.points == 0 and hint in result.message, result
-
-
-def test_the_step_is_judged_on_its_own_when_the_attention_is_wrong():
-    wrong = attention_class("""        energies = self.v(torch.tanh(self.W_s(decoder_state).unsqueeze(1) + keys)).squeeze(-1)
-        weights = torch.softmax(energies, dim=-1)""")
-    result = both_ways(checks.check_attention_step,
-                       make_decoder(SOLUTION_STEP, attention=wrong))
-    assert result.passed and "standing in" in result.message
-
-
-SOLUTION_STEP = RIGHT_STEP + """        return self.cell(torch.cat([embedded, context], -1), state), context, weights"""
-
-
-@pytest.mark.parametrize("step", [
-    "        return super().step(embedded, state, memory)",
-    "        return AttentionDecoder.step(self, embedded, state, memory)",
-    "        context, weights = self.context(state, memory)\n" + SOLUTION_STEP.split("\n")[-1],
-])
-def test_a_step_handed_to_the_library_scores_zero(step):
-    result = both_ways(checks.check_attention_step, make_decoder(step))
-    assert result.points == 0
-    assert "write it yourself" in result.message.lower() or "library's" in result.message, result
-
-
-def test_training_uses_the_students_classes_only_once_they_pass(capsys):
-    chosen = checks.attention_decoder_to_train(SOLUTION["AdditiveAttention"],
-                                               SOLUTION["BahdanauDecoder"])
-    assert chosen is SOLUTION["BahdanauDecoder"] and "your BahdanauDecoder" in capsys.readouterr().out
-    chosen = checks.attention_decoder_to_train(EXERCISE["AdditiveAttention"],
-                                               EXERCISE["BahdanauDecoder"])
-    assert chosen is AttentionDecoder and "the library's" in capsys.readouterr().out
-
-
-def test_the_students_trained_model_loads_into_the_library_model(tmp_path, monkeypatch):
-    """E10.3 reads the student's checkpoint with a library-built model."""
-    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
-    vocab = Vocab.build([list("abcdefgh")])
-    config = replace(CONFIG, attention=True, src_vocab_size=len(vocab),
-                     tgt_vocab_size=len(vocab))
-    yours = build_model(config, decoder_class=SOLUTION["BahdanauDecoder"])
-    path = save_checkpoint(E10_2_RUN.checkpoint("attention"), yours, vocab, vocab,
-                           extra={"config": "test", "decoder": "yours"})
-    assert tmp_path in path.parents
-    model = load_checkpoint(path).model
-    assert type(model.decoder) is AttentionDecoder
-    src = torch.tensor([[5, 6, 7], [5, 6, 0]])
-    lengths = torch.tensor([3, 2])
-    tgt = torch.tensor([[1, 5], [1, 6]])
+def test_the_pasted_classes_are_trained_and_equal_the_librarys_model(capsys):
+    assembled = checks.attention_decoder_to_train(*pieces(SOLUTION))
+    out = capsys.readouterr().out
+    assert out.count("✓") == 3 and "yours (MyBahdanauAttention, Decoder.step" in out
+    assert checks.uses_only_yours(assembled)
+    torch.manual_seed(1)
+    library = build_model(CONFIG).eval()
+    yours = build_model(CONFIG, decoder_class=assembled).eval()
+    assert isinstance(yours.decoder.attention, SOLUTION["MyBahdanauAttention"])
+    assert yours.state_dict().keys() == library.state_dict().keys()  # E10.3 loads it
+    yours.load_state_dict(library.state_dict())
     with torch.no_grad():
-        assert torch.allclose(model.eval()(src, lengths, tgt)[0],
-                              yours.eval()(src, lengths, tgt)[0], atol=1e-6)
+        for got, want in zip(yours(*batch()), library(*batch())):
+            assert torch.allclose(got, want, atol=1e-6)
 
 
-def test_a_library_step_taken_as_the_students_own_scores_zero():
-    from course_utils.models import GRUDecoder
+def test_the_checkpoint_of_the_pasted_model_loads_into_the_librarys(tmp_path):
+    torch.manual_seed(2)
+    yours = build_model(CONFIG, decoder_class=checks.attention_decoder_to_train(
+        *pieces(SOLUTION)))
+    src_vocab, tgt_vocab = (Vocab.build([[f"w{i}" for i in range(n - 4)]])  # 4 specials
+                            for n in (CONFIG.src_vocab_size, CONFIG.tgt_vocab_size))
+    path = save_checkpoint(tmp_path / "attention.pt", yours, src_vocab, tgt_vocab)
+    loaded = load_checkpoint(path).model
+    assert type(loaded.decoder) is AttentionDecoder
+    with torch.no_grad():
+        assert torch.allclose(loaded.eval()(*batch())[0], yours.eval()(*batch())[0], atol=1e-6)
 
-    namespace = {"Base": make_decoder(SOLUTION_STEP), "GRUDecoder": GRUDecoder}
-    exec("class BahdanauDecoder(Base):\n    step = GRUDecoder.step\n", namespace)
-    result = both_ways(checks.check_attention_step, namespace["BahdanauDecoder"])
-    assert result.points == 0 and "GRUDecoder.step" in result.message, result.message
+
+def test_untouched_pieces_give_way_to_the_librarys_and_the_model_still_runs(capsys):
+    assembled = checks.attention_decoder_to_train(*pieces(EXERCISE))
+    out = capsys.readouterr().out
+    assert "attention model: the library's" in out and out.count("not written yet") == 3
+    assert not checks.uses_only_yours(assembled)
+    model = build_model(CONFIG, decoder_class=assembled).eval()
+    assert isinstance(model.decoder.attention, BahdanauAttention)
+    with torch.no_grad():
+        logits, weights = model(*batch())
+    assert logits.shape == (3, 4, CONFIG.tgt_vocab_size) and weights.shape == (3, 4, 5)
 
 
-def test_a_prepare_that_leaves_padding_in_the_keys_is_named():
+def test_a_wrong_step_is_named_and_replaced_the_other_pieces_kept(capsys):
     namespace = dict(SOLUTION)
     exec("""
-class BahdanauDecoder(SOLUTION_DECODER):
-    def prepare(self, encoder_outputs, summary, mask):
-        return DecoderMemory(encoder_outputs, summary, mask,
-                             self.attention.project_keys(encoder_outputs))
+class Decoder(AttentionDecoder):
+    def step(self, y_prev, s_prev, memory):
+        c, alpha = self.attention(s_prev, memory.encoder_outputs, mask=memory.mask,
+                                  keys=memory.keys)
+        return self.cell(torch.cat([c, y_prev], dim=-1), s_prev), c, alpha
 
-    step = SOLUTION_DECODER.step
-""", {**namespace, "SOLUTION_DECODER": SOLUTION["BahdanauDecoder"]}, namespace)
-    result = both_ways(checks.check_attention_step, namespace["BahdanauDecoder"])
-    assert result.points == 0 and "padding" in result.message, result.message
+
+class TeacherForcing(Decoder):
+    forward = SOLUTION_FORWARD
+""", {**namespace, "SOLUTION_FORWARD": SOLUTION["TeacherForcing"].forward}, namespace)
+    assembled = checks.attention_decoder_to_train(*pieces(namespace))
+    out = capsys.readouterr().out
+    assert "✗ Decoder.step" in out and "show_worked('step')" in out
+    assert "yours (MyBahdanauAttention, TeacherForcing.forward)" in out
+    assert vars(assembled)["step"] is GRUDecoder.step and not checks.uses_only_yours(assembled)
+
+
+# --------------------------------------------------------------- Part 7a: word_differences
+
+
+def counted(hypothesis, reference):  # the right answer in another style than the solution's
+    said = Counter(re.findall(r"\w+", hypothesis.lower()))
+    wanted = Counter(re.findall(r"\w+", reference.lower()))
+    return {"missing": sorted((wanted - said).elements()),
+            "extra": sorted((said - wanted).elements()),
+            "repeated": sorted(w for w, n in said.items() if n > 1 and n > wanted[w])}
+
+
+def variant(words=lambda t: re.findall(r"\w+", t.lower()), sets=False, swap=False,
+            repeats=None, unsorted=False):
+    def word_differences(hypothesis, reference):
+        said, wanted = Counter(words(hypothesis)), Counter(words(reference))
+        if sets:
+            said, wanted = Counter(set(said)), Counter(set(wanted))
+        out = {"missing": sorted((wanted - said).elements()),
+               "extra": sorted((said - wanted).elements()),
+               "repeated": sorted(w for w, n in said.items() if n > 1 and n > wanted[w])}
+        if repeats:
+            out["repeated"] = repeats(said, wanted)
+        if swap:
+            out["missing"], out["extra"] = out["extra"], out["missing"]
+        if unsorted:
+            out["missing"] = out["missing"][::-1]
+        return out
+    return word_differences
+
+
+def test_word_differences_right_in_any_style_earns_the_points():
+    assert SOLUTION["word_differences"]("Ein hund, ein hund läuft.", "Ein Hund rennt.") == {
+        "missing": ["rennt"], "extra": ["ein", "hund", "läuft"], "repeated": ["ein", "hund"]}
+    for student in (SOLUTION["word_differences"], counted):
+        assert checks.check_word_differences(student).passed
+        assert judged_by_grader(checks.check_word_differences, student).passed
+
+
+@pytest.mark.parametrize("student, points, hint", [
+    (variant(words=lambda t: re.findall(r"\w+", t)), 0, "lowercase both texts first"),
+    (variant(words=lambda t: t.lower().split()), 0, "punctuation sticks to the words"),
+    (variant(sets=True), 0, "sets lose the counts"),
+    (variant(swap=True), 0, "`missing` and `extra` are swapped"),
+    (variant(unsorted=True), 0, "sort the list"),
+    (variant(repeats=lambda said, wanted: sorted(w for w, n in said.items() if n > 1)), 2,
+     "a word the reference also repeats is no loop"),
+    (lambda h, r: {"missing": [], "extra": []}, 0, "the keys must be"),
+    (lambda h, r: "ein hund", 0, "must return a dict"),
+])
+def test_word_differences_mistakes_lose_points_with_a_named_hint(student, points, hint):
+    result = checks.check_word_differences(student)
+    assert result.points == points and hint in result.message, result.message
+
+
+def test_values_typed_in_for_one_run_fail_on_another():
+    hypothesis, reference = _case(120)
+    typed = counted(hypothesis, reference)
+    assert not checks.check_word_differences(lambda h, r: typed).passed
+    assert judged_by_grader(checks.check_word_differences, lambda h, r: typed, seed=7).points == 0
+
+
+def test_the_untouched_exercise_scores_zero_on_word_differences():
+    result = checks.check_word_differences(EXERCISE["word_differences"])
+    assert result.points == 0 and result.message == NOT_IMPLEMENTED

@@ -34,7 +34,7 @@ ASSIGNMENTS = {"E10.1": "E10.1-attention-by-hand.ipynb",
                "E10.3": "E10.3-reading-attention-heatmaps.ipynb",
                "E10.4": "E10.4-dot-and-general-scores.ipynb"}
 #: the points each exercise's table lists: automatic, written
-POINTS = {"E10.1": (8, 3), "E10.2": (17, 5), "E10.3": (9, 5), "E10.4": (9, 3)}
+POINTS = {"E10.1": (8, 3), "E10.2": (15, 8), "E10.3": (9, 5), "E10.4": (9, 3)}
 
 
 def nbgrader_meta(cell) -> dict:

@@ -3,8 +3,8 @@
 A check that finds a student's attention wrong computes, on the same inputs, what each known
 mistake would have given, and names the mistake whose result the student's equals (see
 :func:`course_utils.checks.hints.named_mistake`). The mistakes live here, in one place, for
-every check of the additive step: exercise E10.2's ``AdditiveAttention`` and
-``BahdanauDecoder`` and the in-notebook checks of notebooks 2 and 3.
+every check of the additive step: the in-notebook checks of notebooks 2 and 3 (which E10.2
+runs again on the attention model the student pastes in).
 
 Two plain functions, on torch tensors, for a batch (batch-first, as everywhere in the course):
 

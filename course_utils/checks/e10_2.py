@@ -1,38 +1,30 @@
 """Checks for exercise E10.2: vanilla seq2seq against Bahdanau attention on Multi30k.
 
-Students write both decoders (Part 1). The fixed-context ("Day 7 style") one is a subclass of
-the library's :class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its
-own ``context`` and ``step``; the attention one is ``AdditiveAttention`` (``project_keys``,
-``attend``) and ``BahdanauDecoder(AttentionDecoder)`` (``prepare``, ``step``), whose given
-constructors keep the library's parameter names. The checks build a small model with random
-weights and inputs (fresh in each grading run), load the same weights into the student's
-classes and compare outputs:
+Part 1 has two sides. The fixed-context ("Day 7 style") decoder is new and graded: a subclass
+of the library's :class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its
+own ``context`` and ``step``. The checks build a small model with random weights and inputs
+(fresh in each grading run), load the same weights into the student's class and compare:
 
 - ``vanilla_context``: ``context(state, memory)`` must give the encoder's final states,
   ``[forward at the last real token; backward at the first]``, read from
   ``memory.encoder_outputs`` and ``memory.mask`` (the check hides ``memory.summary``, which is
   the library's answer), the same vector at every step, and no attention weights;
 - ``vanilla_step``: ``step(embedded, state, memory)`` must give the library's ``(s_i, c_i,
-  None)``, so that the whole model's logits and greedy outputs equal the library's;
-- ``attention``: the keys ``W_h h``; the context and weights from given keys, with the mask
-  applied before the softmax; and the keys it is given are the ones it uses;
-- ``attention_step``: ``prepare`` puts the keys in the memory once per batch; ``step`` attends
-  with ``s_(i-1)`` using ``memory.keys`` (handed keys that are not ``W_h h``, so recomputing
-  them shows), then updates the state from ``[E y_(i-1); c_i]``; whole sentences and greedy
-  decoding equal the library's. The known wrong formulas are named by
-  :mod:`course_utils.checks.attention_hints`.
+  None)``, so that the whole model's logits and greedy outputs equal the library's.
 
-Under ``course-grade`` the four decoder parts are judged in the grader: their ``adapt``
-(:mod:`course_utils.checks.decoders`, :mod:`course_utils.checks.attention_decoder`) runs the
-student's class in the kernel on the run's seed and reports plain data; the grader rebuilds the
-same library model from the seed, computes every expected value and decides. For each step the
-kernel also runs the student's ``step`` with a right context (or attention) standing in, which
-the grader judges when the student's own does not pass. While the student's classes run, the
-library's attention and decoders refuse to work, and code that uses the library's attention
-(``course_utils.attention``, ``course_utils.scores``, the attention decoders) earns nothing.
+Under ``course-grade`` both are judged in the grader: their ``adapt``
+(:mod:`course_utils.checks.decoders`) runs the student's class in the kernel on the run's seed
+and reports plain data; the grader rebuilds the same library model from the seed and decides.
+
+The attention model is the one the student wrote in notebooks 2 and 3 (``MyBahdanauAttention``,
+``Decoder.step``, ``TeacherForcing.forward``), pasted into the exercise and checked again by the
+lecture's own checks (:mod:`course_utils.checks.lecture`) in
+:func:`attention_decoder_to_train`; it earns no points here, as it did in the lecture.
 
 Parts 3 to 5 (BLEU by length, its chart, the loss curves) are judged by
-:mod:`course_utils.checks.bleu_by_length`. The written comparison is graded by hand.
+:mod:`course_utils.checks.bleu_by_length`, Part 7's ``word_differences`` (the raw material of
+the error analysis) by :mod:`course_utils.checks.word_errors`. The comparison and the error
+analysis are graded by hand.
 """
 
 from __future__ import annotations
@@ -43,13 +35,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
-from course_utils.checks.attention_decoder import (
-    adapt_attention,
-    adapt_decoder,
-    attention_inputs,
-    other_keys,
-)
-from course_utils.checks.attention_hints import attention_mistakes, step_mistakes
+from course_utils.attention import BahdanauAttention
 from course_utils.checks.bleu_by_length import (
     BUCKETS,
     judge_bleu_by_bucket,
@@ -67,22 +53,28 @@ from course_utils.checks.decoders import (
     memory_of,
 )
 from course_utils.checks.framework import Exercise
-from course_utils.checks.hints import named_mistake, raise_named
+from course_utils.checks.hints import raise_named
+from course_utils.checks.lecture import (
+    check_attention_module,
+    check_decoder_step,
+    check_teacher_forcing,
+)
 from course_utils.checks.probes import fresh_seed
+from course_utils.checks.word_errors import judge_word_differences
 from course_utils.decoding import greedy_decode
-from course_utils.models import AttentionDecoder, DecoderMemory, VanillaDecoder
+from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder, VanillaDecoder
 
 __all__ = [
     "BUCKETS",
     "EXERCISE",
     "attention_decoder_to_train",
-    "check_attention",
-    "check_attention_step",
     "check_bleu_by_bucket",
     "check_loss_curves",
     "check_plot_bleu",
     "check_vanilla_context",
     "check_vanilla_step",
+    "check_word_differences",
+    "uses_only_yours",
     "vanilla_decoder_to_train",
 ]
 
@@ -112,11 +104,11 @@ def _raise_reported(raw: dict, key: str) -> None:
         raise CheckFailed(str(raw[key])[:1000])
 
 
-def _require_no_weights(raw: dict, right: str, position: str) -> None:
-    """The vanilla decoder returns ``None`` for the attention weights: one point less if not."""
+def _require_no_weights(raw: dict, right: str, position: str, points: int) -> None:
+    """The vanilla decoder returns ``None`` for the attention weights: ``points`` if not."""
     if raw.get("weights_none") is not True:
         raise CheckFailed(f"{right}, but the vanilla decoder has no attention weights: return "
-                          f"None as the {position} value", points=1)
+                          f"None as the {position} value", points=points)
 
 
 def _judge_context(raw: object, seed: int) -> str:
@@ -145,7 +137,7 @@ def _judge_context(raw: object, seed: int) -> str:
         raise_named(context, _context_mistakes(memory, lengths), close)
         raise CheckFailed(f"the context differs from the encoder's final states for {GIVEN}: "
                           "[forward half at the last real token; backward half at position 0]")
-    _require_no_weights(raw, "right context", "second")
+    _require_no_weights(raw, "right context", "second", points=2)
     _raise_reported(raw, "grad_error")
     outputs = memory.encoder_outputs
     half = outputs.shape[-1] // 2
@@ -156,7 +148,7 @@ def _judge_context(raw: object, seed: int) -> str:
         raise CheckFailed("right values, but no gradient flows back from your context to the "
                           "encoder outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
                           "built from numbers?): training could not teach the encoder anything "
-                          "through it", points=1)
+                          "through it", points=2)
     return "the encoder's final states, read from its outputs"
 
 
@@ -192,7 +184,7 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
     ]
 
 
-@EXERCISE.check("vanilla_context", points=2, target="FixedContextDecoder",
+@EXERCISE.check("vanilla_context", points=3, target="FixedContextDecoder",
                 adapt=adapt_context)
 def check_vanilla_context(run: Callable) -> str:
     seed = fresh_seed(80)
@@ -242,7 +234,7 @@ def check_vanilla_step(run: Callable) -> str:
         raise_named(new_state, mistakes, close)
         raise CheckFailed("the new state s_i differs from the library's: "
                           "s_i = GRUCell([y_(i-1); c], s_(i-1))")
-    _require_no_weights(raw, "right state and context", "third")
+    _require_no_weights(raw, "right state and context", "third", points=1)
     _raise_reported(raw, "sentences_error")
     if raw.get("later_error"):
         raise CheckFailed(f"{str(raw['later_error'])[:300]}. The first batch worked, so `step` "
@@ -272,153 +264,64 @@ def _same_tokens(got: object, want: list[list[int]]) -> bool:
                     and row == list(w) for row, w in zip(got, want)))
 
 
-# ------------------------------------------------ Part 1c and 1d: the attention decoder
+# ------------------------------------- Part 1c: the attention model of notebooks 2 and 3
 
 
-def _same(got: object, want: torch.Tensor) -> bool:
-    """``close``, with NaN equal to NaN (a softmax over the wrong axis gives NaN)."""
-    return (isinstance(got, torch.Tensor) and got.shape == want.shape
-            and bool(torch.allclose(got.float(), want.float(), atol=1e-5, equal_nan=True)))
+class _Assembled:
+    """What :func:`attention_decoder_to_train` adds to the student's decoder: their attention
+    module in ``self.attention`` and a ``prepare`` that computes its keys once per batch (the
+    pasted ``MyBahdanauAttention`` has only ``forward``; the library's ``prepare`` asks for
+    ``project_keys``). The parameter names stay the library's, so E10.3 loads the checkpoint
+    into a library model."""
+
+    attention_class: type = BahdanauAttention
+
+    def __init__(self, vocab_size, embed_dim, hidden_dim, encoder_dim, attention_dim,
+                 dropout=0.0, maxout_dim=0, score="additive"):
+        super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim,  # type: ignore[call-arg]
+                         attention_dim, dropout=dropout, maxout_dim=maxout_dim, score=score)
+        self.attention = self.attention_class(encoder_dim, hidden_dim, attention_dim)
+
+    def prepare(self, encoder_outputs, summary, mask):
+        memory = GRUDecoder.prepare(self, encoder_outputs, summary, mask)  # type: ignore[arg-type]
+        return replace(memory, keys=self.attention.W_h(memory.encoder_outputs))
 
 
-def _same_pair(got: tuple, want: tuple) -> bool:
-    return all(_same(g, w) for g, w in zip(got, want))
+def attention_decoder_to_train(attention_class: object, decoder_class: object,
+                               forcing_class: object) -> type[AttentionDecoder]:
+    """The attention decoder to train: the student's notebook 2 and 3 classes, pasted into the
+    exercise (``MyBahdanauAttention``, ``Decoder`` with its ``step``, ``TeacherForcing`` with
+    its ``forward``), each checked again by the lecture's check, which prints its verdict. A
+    piece that does not pass is replaced by the library's (the verdict says so), so the rest of
+    the notebook runs. Not graded: these pieces earned their keep in the lecture."""
+    attention = check_attention_module(attention_class)
+    step_ok = check_decoder_step(decoder_class) is decoder_class
+    base: type = (forcing_class if isinstance(forcing_class, type)
+                  and issubclass(forcing_class, AttentionDecoder) else AttentionDecoder)
+    # the forward is judged on its own: with the library's step standing in for a wrong one
+    forcing = forcing_class if step_ok or base is AttentionDecoder else type(
+        base.__name__, (base,), {"step": GRUDecoder.step, "__module__": base.__module__})
+    forward_ok = check_teacher_forcing(forcing) is forcing
+    namespace: dict = {"attention_class": attention, "__module__": __name__}
+    if not step_ok:
+        namespace["step"] = GRUDecoder.step
+    if not forward_ok:
+        namespace["forward"] = GRUDecoder.forward
+    assembled = type("YourAttentionDecoder", (_Assembled, base), namespace)
+    yours = [name for name, ok in (("MyBahdanauAttention", attention is attention_class),
+                                   ("Decoder.step", step_ok),
+                                   ("TeacherForcing.forward", forward_ok)) if ok]
+    print("attention model: " + (f"yours ({', '.join(yours)})" if yours else "the library's")
+          + ("" if len(yours) == 3 else "; the library's pieces stand in for the others "
+             "until yours pass"))
+    return assembled
 
 
-def _pair(value: object) -> tuple[torch.Tensor | None, ...]:
-    return tuple(_tensor(v) for v in value) if isinstance(value, list) and len(value) == 2 \
-        else (None, None)
-
-
-def _judge_attention(raw: object, seed: int) -> str:
-    raw = _result(raw, "AdditiveAttention")
-    library, *_, memory = attention_inputs(seed)
-    attention, state = library.decoder.attention, decoder_states(seed, 1)[0]
-    outputs, mask, keys = memory.encoder_outputs, memory.mask, memory.keys
-    got_keys = _tensor(raw.get("keys"))
-    keys_right = close(got_keys, keys)
-    keys_note = "`project_keys` is right, but " if keys_right else ""
-    if not raw.get("pair"):
-        problem = (f"{keys_note}`attend` must return a pair (context, weights); got "
-                   f"{str(raw.get('type'))[:80]}")
-    else:
-        with torch.no_grad():
-            want = attention.attend(state, outputs, keys, mask)
-            other = other_keys(keys, seed)
-            want_other = attention.attend(state, outputs, other, mask)
-        got = _pair(raw.get("right"))
-        if not _same_pair(got, want):
-            named = named_mistake(got, attention_mistakes(attention.W_s, attention.W_h,
-                                                          attention.v, state, outputs, mask),
-                                  _same_pair)
-            problem = keys_note + (named or (
-                f"`attend` gives another context and weights than e = v^T tanh(W_s s + keys), "
-                f"alpha = masked softmax(e), c = sum_j alpha_j h_j for {GIVEN}: the weights "
-                f"should be {tuple(want[1].shape)} and the context {tuple(want[0].shape)}"))
-        elif not _same_pair(_pair(raw.get("other")), want_other):
-            problem = (f"{keys_note}`attend` does not use the keys it is given (does it compute "
-                       "W_h h again?): the keys come from `project_keys`, once per batch, and "
-                       "every step reads them")
-            if keys_right:
-                raise CheckFailed(problem, points=2)
-        elif keys_right:
-            return "same keys, weights and context as the library's Bahdanau attention"
-        else:
-            problem = ""
-    if not keys_right:
-        shape = tuple(got_keys.shape) if got_keys is not None else str(raw.get("keys"))[:40]
-        keys_problem = (f"`project_keys` must return the keys W_h h_j of every source position, "
-                        f"(batch, src_len, attention_dim) = {tuple(keys.shape)}; got "
-                        f"{shape}" + (f". And {problem}" if problem else ""))
-        raise CheckFailed(keys_problem, points=0 if problem else 2)
-    raise CheckFailed(problem, points=1)
-
-
-@EXERCISE.check("attention", points=3, target="AdditiveAttention", adapt=adapt_attention)
-def check_attention(run: Callable) -> str:
-    seed = fresh_seed(100)
-    return _judge_attention(run(seed), seed)
-
-
-@EXERCISE.check("attention_step", points=3, target="BahdanauDecoder", adapt=adapt_decoder)
-def check_attention_step(run: Callable) -> str:
-    seed = fresh_seed(110)
-    runs = run(seed)
-    if not isinstance(runs, dict):
-        raise CheckFailed("BahdanauDecoder reported no result")
-    try:
-        own_attention = bool(_judge_attention(runs.get("attention"), seed))
-    except (CheckFailed, NotImplementedError):
-        own_attention = False
-    # judge prepare and step alone when the attention is wrong: a right one stands in
-    raw = _result(runs.get("own" if own_attention else "alone"), "BahdanauDecoder")
-    library, src, lengths, tgt_in, memory = attention_inputs(seed)
-    assert memory.keys is not None
-    got_keys = _tensor(raw.get("keys"))
-    real = memory.mask.unsqueeze(-1).expand_as(memory.keys)
-    if (raw.get("memory") == "DecoderMemory" and got_keys is not None
-            and got_keys.shape == memory.keys.shape and not close(got_keys, memory.keys)
-            and close(got_keys[real], memory.keys[real])):
-        raise CheckFailed("`prepare`'s keys are right at real tokens but not at padding: set the "
-                          "padded positions of encoder_outputs to 0 first (the mask is True at "
-                          "real tokens), so that whatever the encoder left there reaches no key "
-                          "and no context")
-    if raw.get("memory") != "DecoderMemory" or not close(got_keys, memory.keys):
-        raise CheckFailed("`prepare` must return the DecoderMemory with the keys W_h h_j of "
-                          "every source position in `keys` (computed once per batch, by your "
-                          f"attention's `project_keys`); got a {str(raw.get('memory'))[:80]}"
-                          + ("" if raw.get("memory") != "DecoderMemory" else
-                             " whose keys differ"))
-    if not raw.get("triple"):
-        raise CheckFailed(f"`step` must return three values (s_i, c_i, weights); got "
-                          f"{str(raw.get('type'))[:80]}")
-    stepped = replace(memory, keys=other_keys(memory.keys, seed))
-    decoder = library.decoder
-    embedded = decoder.embedding(tgt_in[:, 0]).detach()
-    state = decoder_states(seed, 1)[0]
-    with torch.no_grad():
-        want = decoder.step(embedded, state, stepped)
-    got = tuple(_tensor(raw.get(key)) for key in ("state", "context", "weights"))
-    if not (close(got[0], want[0]) and close(got[1], want[1])):
-        named = named_mistake(got[:2], step_mistakes(decoder.cell, decoder.attention, embedded,
-                                                     state, stepped.encoder_outputs,
-                                                     stepped.keys, stepped.mask), _same_pair)
-        raise CheckFailed(named or "the new state s_i or the context c_i differs from the "
-                                   "library's: c_i = attention(s_(i-1), memory), then "
-                                   "s_i = GRUCell([E y_(i-1); c_i], s_(i-1))")
-    if not close(got[2], want[2]):
-        raise CheckFailed("right state and context, but the third value must be this step's "
-                          "attention weights alpha_i, (batch, src_len)", points=2)
-    _raise_reported(raw, "sentences_error")
-    with torch.no_grad():
-        want_logits, _ = library(src, lengths, tgt_in)
-        want_tokens = greedy_decode(library, src, lengths, max_len=8).tokens
-        few = slice(1, 3)
-        want_few, _ = library(src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
-    if not close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
-            raw.get("tokens"), want_tokens) or not close(_tensor(raw.get("few")), want_few):
-        raise CheckFailed("one step is right, but over whole sentences your decoder's outputs "
-                          "differ from the library's: does `step` keep anything of its own "
-                          "between calls, or change `state` in place? Return new tensors")
-    if not own_attention:
-        return ("`prepare` and `step` are right (judged with a right attention standing in "
-                "for your AdditiveAttention, which does not pass its check yet)")
-    return "same logits and greedy translations as the library's attention decoder"
-
-
-def attention_decoder_to_train(attention_class: object,
-                               decoder_class: object) -> type[AttentionDecoder]:
-    """The decoder class to train the attention model with: the student's ``BahdanauDecoder``
-    once it and their ``AdditiveAttention`` pass their checks; until then the library's
-    :class:`AttentionDecoder`, with a printed note."""
-    results = [check_attention(attention_class), check_attention_step(decoder_class)]
-    if all(r.passed for r in results):
-        print("attention model: your BahdanauDecoder with your AdditiveAttention")
-        return decoder_class  # type: ignore[return-value]
-    print("attention model: the library's AttentionDecoder, because your AdditiveAttention or "
-          "BahdanauDecoder does not pass its checks yet (Part 1). Fix them, then run this cell "
-          "again to train yours.")
-    return AttentionDecoder
+def uses_only_yours(decoder_class: type) -> bool:
+    """Whether :func:`attention_decoder_to_train` assembled the student's three pieces."""
+    attention = getattr(decoder_class, "attention_class", None)
+    return (attention is not None and attention is not BahdanauAttention
+            and "step" not in vars(decoder_class) and "forward" not in vars(decoder_class))
 
 
 def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
@@ -442,24 +345,36 @@ check_bleu_by_bucket = EXERCISE.check("bleu_by_bucket", points=3, target="bleu_b
                                       own_work=("course_utils.metrics",),
                                       write_with="sacrebleu and Python")(
     judge_bleu_by_bucket)
+# the library's plotting draws notebook 4's versions of both charts: a chart that hands the
+# drawing to it earns nothing
 check_plot_bleu = EXERCISE.check("plot_bleu_by_length", points=2,
-                                 target="plot_bleu_by_length")(judge_plot_bleu)
-check_loss_curves = EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves")(
-    judge_loss_curves)
+                                 target="plot_bleu_by_length",
+                                 own_work=("course_utils.plotting",),
+                                 write_with="matplotlib")(judge_plot_bleu)
+check_loss_curves = EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves",
+                                   own_work=("course_utils.plotting",),
+                                   write_with="matplotlib")(judge_loss_curves)
+
+# ------------------------------------------------- Part 7 (checks/word_errors.py)
+
+check_word_differences = EXERCISE.check("word_differences", points=3,
+                                        target="word_differences",
+                                        own_work=("course_utils.metrics",),
+                                        write_with="Python")(judge_word_differences)
 
 EXERCISE.manual_question(
     "comparison",
     points=3,
-    prompt="Compare the two models with your numbers: test BLEU, training curves, and the "
-           "gain on short against long sentences, with its intervals; what the long bucket's "
-           "interval allows you to conclude, and what the larger budget of notebook 4 changes.",
+    prompt="Your two trained models compared with your numbers: test BLEU, where the loss "
+           "curves part, and the gain per length bucket with its interval; what your long "
+           "bucket's interval allows you to conclude; what your table's row for notebook 4's "
+           "budget changes (BLEU only).",
 )
 EXERCISE.manual_question(
-    "why",
-    points=2,
-    prompt="Your two models on the three longest test sentences: where does each go wrong "
-           "(quoted)? Which of the vanilla model's errors does your Part 1 decoder's fixed "
-           "context explain, and which errors do both models make? Do your Part 3 numbers, with "
-           "their intervals, show the vanilla model falling further behind on long sentences? "
-           "If not, why not at this budget?",
+    "errors",
+    points=5,
+    prompt="Error analysis of your own translations: at least six errors found with your "
+           "word_differences, each quoted and classified (omission, repetition, wrong word, "
+           "word order, other); which look like attention errors and why, with your heatmap "
+           "as evidence; which are the fixed context's, and which both models share.",
 )
