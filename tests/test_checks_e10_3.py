@@ -1,7 +1,8 @@
-"""E10.3 checks: full marks for the solution, zero for the untouched exercise, a named
-mistake for the usual errors."""
+"""E10.3 checks: full marks for the solution and for right answers written another way, zero for
+the untouched exercise and for shortcuts, a named mistake for the usual errors."""
 
 import re
+import string
 
 import nbformat
 import numpy as np
@@ -13,262 +14,275 @@ from course_utils.checks import e10_3 as checks
 
 SOLUTION = ROOT / "solutions" / "E10.3-reading-attention-heatmaps.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.3-reading-attention-heatmaps.ipynb"
+NOTEBOOK_5 = ROOT / "notebooks" / "05_reading_attention_heatmaps.ipynb"
+
+
+def cells(path):
+    return nbformat.read(path, as_version=4).cells
 
 
 def test_solution_scores_full_marks_and_exercise_scores_zero():
-    assert all(r.passed for r in checks.EXERCISE.grade(notebook_functions(SOLUTION)))
+    solution = notebook_functions(SOLUTION)
+    for result in checks.EXERCISE.grade(solution):
+        assert result.passed, result
+    for check in checks.EXERCISE.checks.values():
+        assert judged_by_grader(check, solution[check.target]).passed, check.name
     for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
         assert result.points == 0 and result.message == NOT_IMPLEMENTED
     exercise = get_exercise("E10.3")
     assert exercise.auto_points == 9 and exercise.max_points == 14
+    assert {name: c.points for name, c in exercise.checks.items()} == {
+        "fertility": 2, "jump_distribution": 4, "punctuation_mass": 3}
     assert {name: q.points for name, q in exercise.manual.items()} == {
-        "patterns": 2, "probes": 2, "comparison": 1}
+        "fertility_in_your_model": 1, "jumps_in_your_model": 1, "punctuation_in_your_model": 1,
+        "probes": 1, "comparison": 1}
 
 
 def test_the_headers_points_table_and_the_answer_cells_agree_with_the_checks():
-    notebook = nbformat.read(SOLUTION, as_version=4)
-    table = dict(re.findall(r"^\| (\d)\. .*? \| (\d|–) \| ", notebook.cells[0].source, re.M))
+    notebook = cells(SOLUTION)
+    table = dict(re.findall(r"^\| (\d)\. .*? \| (\d|–) \| ", notebook[0].source, re.M))
     parts = [*checks.EXERCISE.checks.values(), *checks.EXERCISE.manual.values()]
-    assert [float(table[str(n)]) for n in range(2, 9)] == [part.points for part in parts]
+    assert [float(table[str(n)]) for n in range(2, 10)] == [part.points for part in parts]
     answers = {c.metadata["course"]["manual"]: c.metadata["course"]["points"]
-               for c in notebook.cells if "manual" in c.metadata.get("course", {})}
+               for c in notebook if "manual" in c.metadata.get("course", {})}
     assert answers == {name: q.points for name, q in checks.EXERCISE.manual.items()}
 
 
 def test_the_exercise_reads_the_students_own_model_and_a_test_set_notebook_5_did_not():
-    exercise = "\n".join(c.source for c in nbformat.read(EXERCISE, as_version=4).cells)
-    notebook_5 = "\n".join(c.source for c in nbformat.read(
-        ROOT / "notebooks" / "05_reading_attention_heatmaps.ipynb", as_version=4).cells)
+    exercise = "\n".join(c.source for c in cells(EXERCISE))
+    notebook_5 = "\n".join(c.source for c in cells(NOTEBOOK_5))
     assert "find_or_train_exercise_checkpoint(" in exercise
     assert 'split = "test_2017_flickr"' in exercise and "test_2017_flickr" not in notebook_5
     assert "def my_probes():" in exercise  # the student writes the probe sentences
 
 
-def test_the_known_matrices_hold_the_patterns_they_are_named_for():
-    m = checks.MATRICES
-    assert m["diagonal"].argmax(1).tolist() == [0, 1, 2, 3]
-    assert m["verb-final"].argmax(1).tolist() == [0, 1, 3, 2]
-    assert m["reversal"].argmax(1).tolist() == [3, 2, 1, 0]
-    for name, weights in m.items():
+def test_the_graded_measures_are_not_in_the_library_or_notebook_5():
+    import course_utils.alignment as library
+
+    notebook_5 = "\n".join(c.source for c in cells(NOTEBOOK_5))
+    for name in checks.EXERCISE.checks:
+        assert not hasattr(library, name) and f"def {name}(" not in notebook_5
+
+
+def test_each_measures_question_asks_about_the_students_own_outputs():
+    questions = {c.id: c.source for c in cells(EXERCISE)}
+    for cell in ("c019", "c038", "c040"):  # Parts 5, 6 and 7
+        assert "From **your** output" in questions[cell], cell
+
+
+# ------------------------------------------------------- the known matrices and their answers
+
+
+def loops_fertility(weights):
+    return [sum(row[j] for row in weights) for j in range(len(weights[0]))]
+
+
+def loops_jumps(weights):
+    aligned = [max(range(len(row)), key=lambda j: row[j]) for row in weights]
+    jumps = [b - a for a, b in zip(aligned, aligned[1:])]
+    return {j: jumps.count(j) / len(jumps) for j in set(jumps)}
+
+
+def test_the_hand_computed_answers_are_right_and_say_what_each_measure_means():
+    for name, weights in checks.MATRICES.items():
         np.testing.assert_allclose(weights.sum(axis=1), 1.0, err_msg=name)
+        np.testing.assert_allclose(checks.FERTILITY[name], loops_fertility(weights.tolist()))
+        expected, got = checks.JUMPS[name], loops_jumps(weights.tolist())
+        assert expected.keys() == got.keys() and all(
+            np.isclose(expected[k], got[k]) for k in got), name
+        marks = [t in {".", ",", "!", '"', "--"} for t in checks.TOKENS[name]]
+        np.testing.assert_allclose(checks.PUNCTUATION_MASS[name],
+                                   [sum(w for w, m in zip(row, marks) if m) for row in weights])
+        # fertility shares out the output: the columns add up to the number of output steps
+        assert np.isclose(sum(checks.FERTILITY[name]), len(weights))
+    assert checks.JUMPS["diagonal"] == {1: 1.0} and checks.JUMPS["reversal"] == {-1: 1.0}
+    assert checks.JUMPS["verb-final"][-1] > 0  # the verb moved to the end: one jump back
+    assert checks.FERTILITY["tall"][1] > 2  # two steps stay on word 1: read twice over
 
 
-def message(check, fn):
+# ------------------------------------------------------------------ named mistakes
+
+
+def message(check, fn, points=0):
     result = check(fn)
-    assert not result.passed
+    assert not result.passed and result.points == points, result
     return result.message
 
 
-def test_hard_alignment_mistakes_are_named():
-    per_column = message(checks.check_hard_alignment, lambda w: w.argmax(axis=0))
-    # square test matrices cannot tell the axes apart when symmetric; the tall one can
-    assert "return one per output step (row)" in per_column
-    transposed_square = message(checks.check_hard_alignment,
-                                lambda w: w.argmax(axis=0) if w.shape[0] == w.shape[1]
-                                else w.argmax(axis=1))
-    assert "the arg max of each column" in transposed_square
-    assert "1-based" in message(checks.check_hard_alignment, lambda w: w.argmax(axis=1) + 1)
-    assert "smallest weight" in message(checks.check_hard_alignment, lambda w: w.argmin(axis=1))
-    assert "did you forget `return`" in message(checks.check_hard_alignment, lambda w: None)
-    hard_coded = message(checks.check_hard_alignment, lambda w: np.array([0, 1, 2, 3]))
-    assert "wrong position for output steps [2, 3] of the verb-final matrix" in hard_coded
+def fertility(weights):
+    return np.asarray(weights).sum(axis=0)
 
 
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # the mean of no steps, on purpose
-def test_monotonicity_mistakes_are_named():
-    def strict(w):
-        a = w.argmax(axis=1)
-        return float(np.mean(np.diff(a) > 0)) if len(a) > 1 else 1.0
-
-    def count(w):
-        return int(np.sum(np.diff(w.argmax(axis=1)) >= 0))
-
-    def no_single_case(w):
-        return float(np.mean(np.diff(w.argmax(axis=1)) >= 0))
-
-    def backwards(w):
-        a = w.argmax(axis=1)
-        return float(np.mean(np.diff(a) < 0)) if len(a) > 1 else 0.0
-
-    assert "a[i+1] >= a[i]" in message(checks.check_monotonicity, strict)
-    assert "share of steps" in message(checks.check_monotonicity, count)
-    assert "single output step" in message(checks.check_monotonicity, no_single_case)
-    assert "go backwards" in message(checks.check_monotonicity, backwards)
+def test_fertility_mistakes_are_named():
+    # the sum of each row (always 1) has one value per output step
+    assert "return one per source word" in message(checks.check_fertility,
+                                                   lambda w: np.asarray(w).sum(axis=1))
+    assert "not its mean" in message(checks.check_fertility, lambda w: np.asarray(w).mean(0))
+    hard = message(checks.check_fertility,
+                   lambda w: np.bincount(np.asarray(w).argmax(1), minlength=w.shape[1]))
+    assert "adds up the weights themselves" in hard
+    assert "expected one value per source word" in message(
+        checks.check_fertility, lambda w: np.asarray(w).sum(axis=0)[:-1])
 
 
-def crossing_finder(condition, adjacent_only=False, reverse=False):
-    def find_crossings(w):
-        a = w.argmax(axis=1)
-        pairs = [(i, k) for i in range(len(a)) for k in range(i + 1, len(a))
-                 if condition(a[i], a[k]) and (k == i + 1 or not adjacent_only)]
-        return [(k, i) for i, k in pairs] if reverse else pairs
-    return find_crossings
+def shares(moves):
+    values, counts = np.unique(moves, return_counts=True)
+    return dict(zip(values.tolist(), (counts / counts.sum()).tolist())) if len(moves) else {}
 
 
-def test_crossing_mistakes_are_named_and_neighbours_only_gets_partial_credit():
-    assert checks.check_crossings(crossing_finder(lambda x, y: x > y)).passed
-    ties = message(checks.check_crossings, crossing_finder(lambda x, y: x >= y))
-    assert "a[i] > a[k], not >=" in ties
-    reversed_pairs = message(checks.check_crossings, crossing_finder(lambda x, y: x > y,
-                                                                     reverse=True))
-    assert "i < k" in reversed_pairs
-    neighbours = checks.check_crossings(crossing_finder(lambda x, y: x > y, adjacent_only=True))
-    assert neighbours.points == 1 and "neighbouring steps only" in neighbours.message
-    assert "list of pairs" in message(checks.check_crossings, lambda w: 3)
+def moves(weights):
+    return np.diff(np.asarray(weights).argmax(axis=1))
 
 
-def test_many_to_one_mistakes_are_named():
-    def finder(compare=np.greater_equal, fixed=None, keep_single=False):
-        def many_to_one(w, threshold=0.3):
-            t = fixed if fixed is not None else threshold
-            groups = {}
-            for step, row in enumerate(w):
-                strong = np.flatnonzero(compare(row, t))
-                if len(strong) >= (1 if keep_single else 2):
-                    groups[step] = strong.tolist()
-            return groups
-        return many_to_one
+def test_jump_mistakes_are_named_and_counts_get_partial_credit():
+    assert "divide by the number of jumps" in message(
+        checks.check_jump_distribution,
+        lambda w: {k: v * (len(w) - 1) for k, v in shares(moves(w)).items()}, points=2)
+    assert "signs are flipped" in message(checks.check_jump_distribution,
+                                          lambda w: shares(-moves(w)))
+    assert "keep the sign" in message(checks.check_jump_distribution,
+                                      lambda w: shares(np.abs(moves(w))))
+    assert "jump of 0, and it counts" in message(
+        checks.check_jump_distribution, lambda w: shares(moves(w)[moves(w) != 0]))
+    assert "arg max of each column" in message(
+        checks.check_jump_distribution, lambda w: shares(np.diff(np.asarray(w).argmax(axis=0))))
 
-    assert checks.check_many_to_one(finder()).passed
-    assert "use >=" in message(checks.check_many_to_one, finder(compare=np.greater))
-    assert "threshold argument" in message(checks.check_many_to_one, finder(fixed=0.3))
-    assert "two or more" in message(checks.check_many_to_one, finder(keep_single=True))
-    assert "must return a dict" in message(checks.check_many_to_one, lambda w, t=0.3: [])
+    def divides_by_zero(weights):
+        found = shares(moves(weights))
+        return found if found else {0: float("nan")}
+
+    assert "return an empty dict" in message(checks.check_jump_distribution, divides_by_zero)
+
+
+def test_punctuation_mistakes_are_named():
+    def mass(test):
+        return lambda w, tokens: np.asarray(w)[:, [test(t) for t in tokens]].sum(axis=1)
+
+    any_mark = mass(lambda t: any(ch in string.punctuation for ch in t))
+    assert "t-shirt" in message(checks.check_punctuation_mass, any_mark)
+    assert "only the full stop" in message(checks.check_punctuation_mass, mass(lambda t: t == "."))
+    on_words = message(checks.check_punctuation_mass,
+                       lambda w, t: 1 - mass(lambda x: not any(c.isalnum() for c in x))(w, t))
+    assert "weight on the words" in on_words
+    assert "one value per output step" in message(
+        checks.check_punctuation_mass,
+        lambda w, t: np.asarray(w)[:, [x in string.punctuation for x in t]].sum(axis=0))
+
+
+# ------------------------------------------------- right answers in another style earn them
+
+
+def test_right_answers_written_another_way_earn_full_marks():
+    import torch
+
+    def fertility_by_loops(weights):
+        totals = [0.0] * len(weights[0])
+        for row in weights:
+            for j, w in enumerate(row):
+                totals[j] += w
+        return totals
+
+    def fertility_in_torch(weights):
+        return torch.as_tensor(weights).sum(dim=0)
+
+    def jumps_in_numpy(weights):
+        return {int(k): float(v) for k, v in shares(moves(weights)).items()}
+
+    def jumps_with_numpy_keys(weights):
+        found = shares(moves(weights))
+        return {np.int64(k): np.float64(v) for k, v in found.items()}
+
+    def punctuation_from_string(weights, source_tokens):
+        marks = np.array([all(c in string.punctuation for c in t) for t in source_tokens])
+        return np.asarray(weights) @ marks
+
+    for check, fn in [(checks.check_fertility, fertility_by_loops),
+                      (checks.check_fertility, fertility_in_torch),
+                      (checks.check_jump_distribution, jumps_in_numpy),
+                      (checks.check_jump_distribution, jumps_with_numpy_keys),
+                      (checks.check_punctuation_mass, punctuation_from_string)]:
+        assert check(fn).passed, (fn.__name__, check(fn))
+        assert judged_by_grader(check, fn).passed, fn.__name__
 
 
 def test_checks_do_not_depend_on_the_input_being_left_alone():
-    def destructive(w):
-        result = w.argmax(axis=1)
-        w[:] = 0  # changes the caller's matrix: the check passes copies
+    def scribbles(weights):
+        result = np.asarray(weights).sum(axis=0)
+        weights[:] = 0
         return result
 
-    assert checks.check_hard_alignment(destructive).passed
+    assert checks.check_fertility(scribbles).passed
 
 
-def test_monotonicity_must_handle_a_matrix_with_no_rows():
-    def nan_when_empty(w):
-        a = np.asarray(w).argmax(axis=1)
-        return float(np.mean(np.diff(a) >= 0)) if len(a) > 1 else (1.0 if len(a) else np.nan)
+def test_fresh_matrices_every_graded_run_so_hard_coded_answers_fail():
+    memory = {}
 
-    result = checks.check_monotonicity(nan_when_empty)
-    assert result.points == 0
-    assert "with no output step at all (empty (no output steps) matrix)" in result.message
-    assert "1.0" in result.message
+    def honest(weights):
+        memory[weights.tobytes()] = weights.sum(axis=0)
+        return weights.sum(axis=0)
 
+    def memorised(weights):  # the answers of one graded run, written into the notebook
+        return memory.get(weights.tobytes(), np.zeros(weights.shape[1]))
 
-def test_crossings_given_as_source_positions_are_named():
-    def source_positions(w):
-        a = np.asarray(w).argmax(axis=1)
-        return [(int(a[i]), int(a[k])) for i in range(len(a)) for k in range(i + 1, len(a))
-                if a[i] > a[k]]
-
-    result = checks.check_crossings(source_positions)
-    assert result.points == 0 and "return the output steps themselves" in result.message
-
-
-def test_many_to_one_positions_must_be_increasing():
-    def reversed_positions(w, threshold=0.3):
-        return {step: sorted(np.flatnonzero(row >= threshold).tolist(), reverse=True)
-                for step, row in enumerate(np.asarray(w))
-                if np.sum(row >= threshold) >= 2}
-
-    result = checks.check_many_to_one(reversed_positions)
-    assert result.points == 1 and "increasing order" in result.message
+    assert judged_by_grader(checks.check_fertility, honest, seed=1).passed
+    assert judged_by_grader(checks.check_fertility, memorised, seed=1).passed
+    again = judged_by_grader(checks.check_fertility, memorised, seed=2)
+    assert not again.passed and "random" in again.message
 
 
 def test_a_crash_names_the_matrix_it_was_given():
-    def breaks_on_wide(w):
-        if w.shape[1] > w.shape[0]:
-            raise IndexError("my loop went past the last row")
-        return np.asarray(w).argmax(axis=1)
-
-    result = checks.check_hard_alignment(breaks_on_wide)
-    assert result.points == 0
-    assert "raised IndexError: my loop went past the last row" in result.message
-    assert "when given the wide matrix, shape (3, 6)" in result.message
+    result = checks.check_punctuation_mass(lambda w, tokens: w[:, tokens.index("!")])
+    assert not result.passed and "matrix" in result.message
 
 
-# ------------------------------------------------------- the student's own work, not notebook 5's
+# ------------------------------------------------------------------ the library is off limits
+
 
 DELEGATING = """
-import numpy as np
-from course_utils.alignment import crossings
-from course_utils.alignment import hard_alignment as argmax_rows
-from course_utils.alignment import many_to_one as split_rows
-from course_utils.alignment import monotonicity as reference_monotonicity
+from course_utils.alignment import hard_alignment as aligned_positions
+from course_utils.alignment import word_class
 
 
-def hard_alignment(weights):
-    return argmax_rows(weights)
+def fertility(weights):
+    return np.eye(weights.shape[1])[aligned_positions(weights)].sum(axis=0) * 0 + weights.sum(0)
 
 
-def monotonicity(weights):
-    if len(weights) == 0:  # the library refuses a matrix with no rows; the check asks for 1.0
-        return 1.0
-    return reference_monotonicity(weights)
+def jump_distribution(weights):
+    a = aligned_positions(weights)
+    jumps = np.diff(a)
+    values, counts = np.unique(jumps, return_counts=True)
+    return {int(v): c / len(jumps) for v, c in zip(values, counts)}
 
 
-def find_crossings(weights):
-    return crossings(weights)
-
-
-def many_to_one(weights, threshold=0.3):
-    return split_rows(weights, threshold)
+def punctuation_mass(weights, source_tokens):
+    marks = [word_class(t) == "punctuation" for t in source_tokens]
+    return weights[:, marks].sum(axis=1)
 """
 
 
-def delegating() -> dict:
-    namespace: dict = {}
-    exec(DELEGATING, namespace)  # as a notebook cell defines them
-    return namespace
-
-
 @pytest.mark.parametrize("part, uses", [
-    ("hard_alignment", "uses `argmax_rows`, which is `course_utils.alignment.hard_alignment`"),
-    ("monotonicity", "uses `reference_monotonicity`, which is "
-                     "`course_utils.alignment.monotonicity`"),
-    ("find_crossings", "uses `crossings`, which is `course_utils.alignment.crossings`"),
-    ("many_to_one", "uses `split_rows`, which is `course_utils.alignment.many_to_one`"),
+    ("fertility", "uses `aligned_positions`, which is `course_utils.alignment.hard_alignment`"),
+    ("jump_distribution", "uses `aligned_positions`"),
+    ("punctuation_mass", "uses `word_class`, which is `course_utils.alignment.word_class`"),
 ])
-def test_a_function_that_hands_the_work_to_notebook_5s_versions_scores_zero(part, uses):
+def test_a_function_that_calls_notebook_5s_library_scores_zero(part, uses):
+    namespace: dict = {"np": np}
+    exec(DELEGATING, namespace)  # as a notebook cell defines them
     check = checks.EXERCISE.checks[part]
-    function = delegating()[check.target]
-    for result in (check(function), judged_by_grader(check, function)):
-        assert result.points == 0
-        assert uses in result.message
-        assert "reference implementation" in result.message
-        assert "Write it yourself" in result.message
-
-
-def test_a_call_to_the_reference_by_any_route_scores_zero():
-    def find_crossings(weights):
-        import importlib
-
-        module = importlib.import_module("course_utils." + "alignment")
-        return getattr(module, "crossings")(weights)  # noqa: B009 - a route the code hides
-
-    def monotonicity(weights):
-        return 1.0 if len(weights) < 2 else my_helper(weights)
-
-    def my_helper(weights):
-        from course_utils import alignment
-        return alignment.monotonicity(weights)
-
-    crossing = checks.check_crossings(find_crossings)
-    assert crossing.points == 0 and "calls `course_utils.alignment.crossings`" in crossing.message
-    helped = checks.check_monotonicity(monotonicity)
-    assert helped.points == 0 and "course_utils.alignment.monotonicity" in helped.message
+    for result in (check(namespace[check.target]), judged_by_grader(check,
+                                                                    namespace[check.target])):
+        assert result.points == 0, result
+        assert uses in result.message, result.message
 
 
 def test_the_solution_is_its_own_work_though_the_notebook_imports_the_library():
     solution = notebook_functions(SOLUTION)
-    setup = nbformat.read(SOLUTION, as_version=4).cells[1].source
+    setup = cells(SOLUTION)[1].source
     imports = [line for line in setup.splitlines() if "course_utils.alignment" in line]
-    assert imports  # the notebook uses the library's word classes and entropy in Parts 6-8
+    assert imports  # the notebook uses notebook 5's measures in Parts 5-9
     exec("\n".join(imports), solution)
     for check in checks.EXERCISE.checks.values():
         assert check(solution[check.target]).passed, check.name
-        assert judged_by_grader(check, solution[check.target]).passed, check.name
 
 
 # ------------------------------------ the cells that run the student's functions on the model
@@ -277,23 +291,23 @@ def test_the_solution_is_its_own_work_though_the_notebook_imports_the_library():
 def test_ready_says_which_function_to_write_first_and_never_raises(capsys):
     solution = notebook_functions(SOLUTION)
     untouched = notebook_functions(EXERCISE)
-    names = ("hard_alignment", "monotonicity", "find_crossings", "many_to_one")
+    names = ("fertility", "jump_distribution", "punctuation_mass")
     assert checks.ready(*(solution[n] for n in names))
     assert capsys.readouterr().out == ""
 
     def forgot_return(weights):
-        weights.argmax(axis=1)
+        weights.sum(axis=0)
 
     def crashes(weights):
         return weights[10]
 
-    assert not checks.ready(solution["hard_alignment"], untouched["monotonicity"],
+    assert not checks.ready(solution["fertility"], untouched["jump_distribution"],
                             forgot_return, crashes, None)
     printed = capsys.readouterr().out
-    assert "`monotonicity` is not written yet" in printed
+    assert "`jump_distribution` is not written yet" in printed
     assert "`forgot_return` returned None: did you forget `return`?" in printed
     assert "`crashes` raised IndexError" in printed and "weights[10]" in printed
-    assert "is not a function" in printed and "hard_alignment" not in printed
+    assert "is not a function" in printed and "`fertility`" not in printed
 
 
 def test_probe_sentences_are_a_dict_of_sentences_or_nothing_with_a_reason(capsys):
@@ -313,25 +327,3 @@ def test_probe_sentences_are_a_dict_of_sentences_or_nothing_with_a_reason(capsys
                         ({"compound": ["a dog runs .", 3]}, "got list")]:
         assert checks.probe_sentences(lambda wrong=wrong: wrong) == {}
         assert says in capsys.readouterr().out
-
-
-def test_the_librarys_source_pasted_in_and_renamed_scores_nothing(tmp_path, monkeypatch):
-    # the handout ships course_utils' source: a copy of it, renamed, is not the student's work
-    import importlib
-    import inspect
-
-    import course_utils.alignment as library
-
-    copy = inspect.getsource(library).replace("weights", "w").replace("def crossings(",
-                                                                        "def find_crossings(")
-    (tmp_path / "pasted_alignment.py").write_text(copy)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    pasted = importlib.import_module("pasted_alignment")
-    for check, name in [(checks.check_monotonicity, "monotonicity"),
-                        (checks.check_crossings, "find_crossings"),
-                        (checks.check_many_to_one, "many_to_one")]:
-        result = check(getattr(pasted, name))
-        assert result.points == 0 and "is a copy of `course_utils.alignment." in result.message, (
-            name, result.message)
-    # a one-line answer is what an honest student writes too: not compared
-    assert checks.check_hard_alignment(pasted.hard_alignment).passed

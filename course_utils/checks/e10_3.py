@@ -1,43 +1,47 @@
 """Checks for exercise E10.3: reading attention heatmaps.
 
-Students write four pattern finders; each check runs the student's function on hand-made
-attention matrices whose answers are known (a diagonal, a verb-final reordering, a reversal,
-matrices taller and wider than square, a phrase read by one word) and on random ones, compares
-with :mod:`course_utils.alignment`, and names the likely mistake without printing the answer:
+Students write three measures of an attention matrix that :mod:`course_utils.alignment` does not
+have. Each check runs the student's function on hand-made matrices whose answers are known (a
+diagonal, a verb-final reordering, a reversal, matrices taller and wider than square, a phrase
+read by one word) and on random ones drawn afresh in every graded run, and names the likely
+mistake without printing the answer:
 
-- ``hard_alignment(weights)``: the source position each output step attends to most;
-- ``monotonicity(weights)``: the share of consecutive steps that do not move backwards;
-- ``find_crossings(weights)``: pairs ``(i, k)``, ``i < k``, aligned in the opposite order;
-- ``many_to_one(weights, threshold=0.3)``: ``{output step: [source positions]}`` for steps
-  giving at least ``threshold`` to each of two or more source words.
+- ``fertility(weights)``: the total attention each source position receives over the output;
+- ``jump_distribution(weights)``: ``{jump: share}`` of the moves ``a[i + 1] - a[i]`` between
+  consecutive steps' aligned (arg max) source positions;
+- ``punctuation_mass(weights, source_tokens)``: per output step, the weight left on source
+  tokens that are punctuation.
 
-A function that calls or imports :mod:`course_utils.alignment` (notebook 5's versions, which
-the checks compare against), directly or through a helper, earns nothing: the exercise is to
-write them.
+The expected values are computed here another way than a student would write them (matrix
+products and ``np.unique`` rather than sums and loops) or are constants for the known matrices.
+A function that calls or imports :mod:`course_utils.alignment`, directly or through a helper,
+earns nothing: the exercise is to write the measures.
 
-The written answers (the patterns found in the student's own model, the student's own probe
-sentences, and that model against notebook 4's) are graded by hand. :func:`ready` and
-:func:`probe_sentences` serve the cells that use the student's code on the model's
-translations, so that Run All on an unfinished exercise reaches every check and the score.
+The written answers (what each measure finds in the student's own model on the 2017 test set,
+the student's own probe sentences, and that model against notebook 4's) are graded by hand.
+:func:`ready` and :func:`probe_sentences` serve the cells that use the student's code on the
+model's translations, so that Run All on an unfinished exercise reaches every check and the
+score.
 """
 
 from __future__ import annotations
 
+import string
 from collections.abc import Callable
 
 import numpy as np
 
-from course_utils import alignment
 from course_utils.checks.calling import CheckFailed, call_student, student_line
 from course_utils.checks.framework import Exercise
+from course_utils.checks.hints import raise_named
 from course_utils.checks.probes import fresh_seed
 
-__all__ = ["EXERCISE", "MATRICES", "REFERENCE", "check_crossings", "check_hard_alignment",
-           "check_many_to_one", "check_monotonicity", "probe_sentences", "ready"]
+__all__ = ["EXERCISE", "MATRICES", "REFERENCE", "check_fertility", "check_jump_distribution",
+           "check_punctuation_mass", "probe_sentences", "ready"]
 
 EXERCISE = Exercise("E10.3", "Reading attention heatmaps")
 
-#: The library module that computes the answers (notebook 5's versions); students must not use it.
+#: The library module of notebook 5's alignment measures; a function that uses it scores 0.
 REFERENCE = ("course_utils.alignment",)
 
 
@@ -45,7 +49,7 @@ def _rows(*rows) -> np.ndarray:
     return np.array(rows, dtype=float)
 
 
-#: Known matrices, rows = output steps. Comments give the hard alignment.
+#: Known matrices, rows = output steps. Comments give the hard alignment (arg max of each row).
 MATRICES = {
     "diagonal": np.eye(4) * 0.9 + 0.025,  # 0 1 2 3
     # "he has eaten something" -> "er hat etwas gegessen": the verb goes last
@@ -63,15 +67,67 @@ MATRICES = {
     "one step": _rows([0.2, 0.7, 0.1]),
 }
 
+#: Hand-computed answers for the known matrices (the tests hold the checks to them).
+FERTILITY = {
+    "diagonal": [1.0, 1.0, 1.0, 1.0],
+    "verb-final": [0.95, 1.1, 1.0, 0.95],
+    "reversal": [1.0, 1.0, 1.0, 1.0],
+    "tall": [1.65, 2.05, 2.3],
+    "wide": [0.25, 0.75, 0.3, 0.7, 0.25, 0.75],
+    "phrase": [0.95, 1.05, 0.5, 0.5],
+    "one step": [0.2, 0.7, 0.1],
+}
+JUMPS = {
+    "diagonal": {1: 1.0},
+    "verb-final": {1: 1 / 3, 2: 1 / 3, -1: 1 / 3},
+    "reversal": {-1: 1.0},
+    "tall": {1: 0.4, 0: 0.2, -2: 0.2, 2: 0.2},
+    "wide": {4: 0.5, -2: 0.5},
+    "phrase": {1: 0.5, 2: 0.5},
+    "one step": {},  # a single step: no jump at all
+}
+#: Source tokens for the known matrices (one per column), and the weight each output step
+#: leaves on the punctuation among them.
+TOKENS = {
+    "diagonal": ["a", "dog", "runs", "."],
+    "verb-final": ["he", "has", "eaten", "something"],
+    "reversal": ["stop", ",", "go", "."],
+    "tall": ["yes", ",", "t-shirt"],
+    "wide": ["a", "man", "'s", "hat", "!", "."],
+    "phrase": ["the", "boy", "--", "playing"],
+    "one step": [".", "a", ","],
+}
+PUNCTUATION_MASS = {
+    "diagonal": [0.025, 0.025, 0.025, 0.925],
+    "verb-final": [0.0, 0.0, 0.0, 0.0],
+    "reversal": [0.925, 0.075, 0.925, 0.075],
+    "tall": [0.2, 0.8, 0.6, 0.1, 0.3, 0.05],
+    "wide": [0.1, 0.7, 0.2],
+    "phrase": [0.0, 0.05, 0.45],
+    "one step": [0.3],
+}
 
-def _random_matrices(seed: int = 7) -> dict[str, np.ndarray]:
+#: Words and punctuation the random cases draw their source tokens from: words with a hyphen or
+#: an apostrophe are words; a token is punctuation when every character of it is.
+_WORDS = ("a", "man", "t-shirt", "'s", "dog", "red", "o'clock", "in")
+_MARKS = (".", ",", "!", "?", "--", '"', ":", "(")
+
+
+def _random_cases(seed: int = 7) -> dict[str, tuple[np.ndarray, list[str]]]:
     rng = np.random.default_rng(fresh_seed(seed))
-    return {f"random {t}x{s}": rng.dirichlet(np.full(s, 0.4), size=t)
-            for t, s in [(5, 7), (8, 6), (9, 9)]}
+    cases = {}
+    for t, s in [(5, 7), (8, 6), (9, 9)]:
+        weights = rng.dirichlet(np.full(s, 0.4), size=t)
+        marks = rng.random(s) < 0.35
+        marks[rng.integers(s)] = True  # at least one punctuation mark
+        tokens = [str(rng.choice(_MARKS if m else _WORDS)) for m in marks]
+        cases[f"random {t}x{s}"] = (weights, tokens)
+    return cases
 
 
-def _all_matrices() -> dict[str, np.ndarray]:
-    return {**MATRICES, **_random_matrices()}
+def _cases() -> dict[str, tuple[np.ndarray, list[str]]]:
+    known = {name: (weights, TOKENS[name]) for name, weights in MATRICES.items()}
+    return {**known, **_random_cases()}
 
 
 def _call(fn: Callable, weights: np.ndarray, *args, name: str = "test"):
@@ -82,194 +138,178 @@ def _call(fn: Callable, weights: np.ndarray, *args, name: str = "test"):
     return result
 
 
-def _as_int_vector(result, name: str, tgt_len: int, src_len: int) -> np.ndarray:
+def _vector(result, what: str, name: str, weights: np.ndarray, length: int) -> np.ndarray:
     if hasattr(result, "detach"):
         result = result.detach().cpu().numpy()
     try:
-        array = np.asarray(result)
+        array = np.asarray(result, dtype=float)
     except (TypeError, ValueError):
-        raise CheckFailed(f"hard_alignment must return an array of positions; got "
+        raise CheckFailed(f"return an array of numbers, {what}; got "
                           f"{type(result).__name__}") from None
-    if array.shape == (src_len,) and src_len != tgt_len:
-        raise CheckFailed(
-            f"on the {name} matrix ({tgt_len} output steps x {src_len} source words) you "
-            f"returned {src_len} values, one per source word: return one per output step "
-            "(row), the arg max of each row")
-    if array.shape != (tgt_len,):
-        raise CheckFailed(f"on the {name} matrix, expected one position per output step, "
-                          f"shape ({tgt_len},); got {array.shape}")
-    if not np.all(np.isfinite(array.astype(float))) or not np.all(array == np.round(array)):
-        raise CheckFailed("positions must be whole numbers (indices of source words)")
-    return array.astype(int)
+    tgt_len, src_len = weights.shape
+    other = src_len if length == tgt_len else tgt_len
+    if array.shape == (other,) and other != length:
+        raise CheckFailed(f"on the {name} matrix ({tgt_len} output steps x {src_len} source "
+                          f"words) you returned {other} values: return one {what}")
+    if array.shape != (length,):
+        raise CheckFailed(f"on the {name} matrix, expected one value {what}, shape "
+                          f"({length},); got {array.shape}")
+    return array
 
 
-@EXERCISE.check("hard_alignment", points=2, target="hard_alignment", own_work=REFERENCE)
-def check_hard_alignment(hard_alignment: Callable) -> str:
-    for name, weights in _all_matrices().items():
+def _close(a, b) -> bool:
+    return np.shape(a) == np.shape(b) and bool(np.allclose(a, b, atol=1e-6))
+
+
+# ------------------------------------------------------------------------------ fertility
+
+
+@EXERCISE.check("fertility", points=2, target="fertility", own_work=REFERENCE)
+def check_fertility(fertility: Callable) -> str:
+    # matrices that are not square first: there a sum over the wrong axis has the wrong length
+    cases = sorted(_cases().items(), key=lambda case: case[1][0].shape[0] == case[1][0].shape[1])
+    for name, (weights, _) in cases:
         tgt_len, src_len = weights.shape
-        got = _as_int_vector(_call(hard_alignment, weights, name=name), name, tgt_len, src_len)
-        expected = weights.argmax(axis=1)
-        if np.array_equal(got, expected):
+        got = _vector(_call(fertility, weights, name=name), "per source word", name, weights,
+                      src_len)
+        expected = np.einsum("ts->s", weights)  # a column's total
+        if _close(got, expected):
             continue
-        if np.array_equal(got, expected + 1):
-            raise CheckFailed("positions are 0-based, like Python indices: yours look 1-based")
-        if np.array_equal(got, weights.argmin(axis=1)):
-            raise CheckFailed("that is each row's smallest weight; the alignment is the largest")
-        if tgt_len == src_len and np.array_equal(got, weights.argmax(axis=0)):
-            raise CheckFailed("that is the arg max of each column (source word); take it "
-                              "along each row (output step), axis 1")
-        wrong = np.flatnonzero(got != expected).tolist()
-        raise CheckFailed(f"wrong position for output steps {wrong} of the {name} matrix")
-    return "correct: one source position per output step, the largest weight of its row"
+        winners = np.eye(src_len)[weights.argmax(axis=1)]  # one-hot rows of the arg max
+        raise_named(got, [
+            (expected / tgt_len, "you divided by the number of output steps: fertility is the "
+                                 "total a source word receives, not its mean"),
+            (winners.sum(axis=0), "that counts the steps whose largest weight is the word (hard "
+                                  "alignment); fertility adds up the weights themselves"),
+        ], _close)
+        wrong = np.flatnonzero(~np.isclose(got, expected, atol=1e-6)).tolist()
+        raise CheckFailed(f"wrong fertility for source positions {wrong} of the {name} matrix")
+    return "correct: each source word's total attention, summed over the output steps"
 
 
-def _as_fraction(result, name: str) -> float:
-    try:
-        value = float(result)
-    except (TypeError, ValueError):
-        raise CheckFailed(f"monotonicity must return a number; got {type(result).__name__} "
-                          f"on the {name} matrix") from None
-    return value
+# ------------------------------------------------------------------------------ jumps
 
 
-@EXERCISE.check("monotonicity", points=2, target="monotonicity", own_work=REFERENCE)
-def check_monotonicity(monotonicity: Callable) -> str:
-    # no rows at all: what E10.3's search passes on when no step of a sentence is confident
-    cases = {**_all_matrices(), "empty (no output steps)": np.zeros((0, 4))}
-    for name, weights in cases.items():
-        positions = weights.argmax(axis=1)
-        got = _as_fraction(_call(monotonicity, weights, name=name), name)
-        expected = alignment.monotonicity(weights) if len(weights) else 1.0
-        if np.isclose(got, expected, atol=1e-9):
-            continue
-        if len(positions) <= 1:
-            steps = "a single output step" if len(positions) else "no output step at all"
-            raise CheckFailed(f"with {steps} ({name} matrix) there is nothing to compare: it "
-                              "counts as monotonic, 1.0 (no division by zero, no NaN); you "
-                              f"returned {got}")
-        if np.isnan(got):
-            raise CheckFailed(f"returned NaN on the {name} matrix")
-        steps = np.diff(positions)
-        if np.isclose(got, np.mean(steps > 0)):
-            raise CheckFailed("staying on the same source word is not a step backwards: "
-                              "count a[i+1] >= a[i]")
-        if np.isclose(got, np.sum(steps >= 0)):
-            raise CheckFailed("return the share of steps (between 0 and 1), not their number")
-        if np.isclose(got, 1 - expected):
-            raise CheckFailed("that is the share of steps that go backwards; we want the "
-                              "share that do not")
-        raise CheckFailed(f"wrong value on the {name} matrix")
-    return "correct: 1.0 on a diagonal, 0.0 on a reversal, in between for reorderings"
-
-
-def _pair_list(result) -> list[tuple[int, int]]:
-    try:
-        pairs: list[tuple[int, ...]] = [tuple(int(x) for x in pair) for pair in result]
-    except (TypeError, ValueError):
-        raise CheckFailed("find_crossings must return a list of pairs (i, k) of output "
-                          f"steps; got {type(result).__name__}") from None
-    if any(len(p) != 2 for p in pairs):
-        raise CheckFailed("each crossing is a pair (i, k) of two output steps")
-    return [(p[0], p[1]) for p in pairs]
-
-
-def _as_pairs(pairs: list[tuple[int, int]], name: str) -> set[tuple[int, int]]:
-    if len(set(pairs)) != len(pairs):
-        raise CheckFailed(f"a pair is listed twice on the {name} matrix")
-    return set(pairs)
-
-
-def _source_pairs(weights: np.ndarray, pairs: set[tuple[int, int]]) -> set[tuple[int, int]]:
-    positions = weights.argmax(axis=1)
-    return {(int(positions[i]), int(positions[k])) for i, k in pairs}
-
-
-@EXERCISE.check("find_crossings", points=3, target="find_crossings", own_work=REFERENCE)
-def check_crossings(find_crossings: Callable) -> str:
-    answers = {name: (weights, _pair_list(_call(find_crossings, weights, name=name)),
-                      set(alignment.crossings(weights)))
-               for name, weights in _all_matrices().items()}
-    # source positions instead of output steps: judged over all matrices, since on a single
-    # one the pairs can also read as steps given in the wrong order
-    def as_sources(weights: np.ndarray, got: list, expected: set) -> bool:
-        sources = _source_pairs(weights, expected)
-        return set(got) in (sources, {(b, a) for a, b in sources})
-
-    if (any(set(got) != expected for _, got, expected in answers.values())
-            and all(as_sources(*answer) for answer in answers.values())):
-        raise CheckFailed("those are the source positions the steps read; return the output "
-                          "steps themselves, the row numbers (i, k)")
-    for name, (weights, pair_list, expected) in answers.items():
-        got = _as_pairs(pair_list, name)
-        positions = weights.argmax(axis=1)
-        if got == expected:
-            continue
-        if {(k, i) for i, k in got} == expected:
-            raise CheckFailed("give each pair in output order, (i, k) with i < k")
-        if got == expected | {(i, k) for i in range(len(positions))
-                              for k in range(i + 1, len(positions))
-                              if positions[i] == positions[k]}:
-            raise CheckFailed("two steps on the same source word do not cross: "
-                              "a[i] > a[k], not >=")
-        adjacent = {(i, k) for i, k in expected if k == i + 1}
-        if got == adjacent:
-            raise CheckFailed("you compare neighbouring steps only; every pair i < k can "
-                              f"cross (the {name} matrix has crossings further apart)",
-                              points=1)
-        missing, extra = len(expected - got), len(got - expected)
-        raise CheckFailed(f"on the {name} matrix: {missing} crossing pair(s) missing, "
-                          f"{extra} pair(s) that do not cross")
-    return "correct: every pair of output steps aligned in the opposite order"
-
-
-def _as_groups(result, name: str) -> dict[int, list[int]]:
-    """The student's groups as given (positions in their order, not sorted)."""
+def _shares(result, name: str) -> dict[int, float]:
     if not isinstance(result, dict):
-        raise CheckFailed("many_to_one must return a dict {output step: [source positions]}; "
-                          f"got {type(result).__name__}")
-    try:
-        return {int(step): [int(p) for p in sources] for step, sources in result.items()}
-    except (TypeError, ValueError):
-        raise CheckFailed("many_to_one's values must be lists of source positions") from None
+        raise CheckFailed("jump_distribution must return a dict {jump: share}; got "
+                          f"{type(result).__name__}")
+    shares = {}
+    for key, value in result.items():
+        try:
+            jump, share = float(key), float(value)
+        except (TypeError, ValueError):
+            raise CheckFailed("keys are jumps (whole numbers), values their shares (numbers); "
+                              f"got {key!r}: {value!r} on the {name} matrix") from None
+        if jump != round(jump):
+            raise CheckFailed(f"a jump is a whole number of source positions; got {key!r}")
+        shares[int(jump)] = share
+    return shares
 
 
-@EXERCISE.check("many_to_one", points=2, target="many_to_one", own_work=REFERENCE)
-def check_many_to_one(many_to_one: Callable) -> str:
-    cases = [(name, w, 0.3) for name, w in _all_matrices().items()]
-    # a row with exactly the threshold twice, and a stricter threshold
-    cases.append(("boundary", _rows([0.3, 0.3, 0.4], [0.9, 0.05, 0.05]), 0.3))
-    cases.append(("phrase (threshold 0.5)", MATRICES["phrase"], 0.5))
-    for name, weights, threshold in cases:
-        got = _as_groups(_call(many_to_one, weights, threshold, name=name), name)
-        expected = alignment.many_to_one(weights, threshold)
-        if got == expected:
+def _same(a: dict[int, float], b: dict[int, float]) -> bool:
+    keys = {k for k, v in a.items() if v} | {k for k, v in b.items() if v}
+    return all(np.isclose(a.get(k, 0.0), b.get(k, 0.0), atol=1e-6) for k in keys) and (
+        bool(a) == bool(b))
+
+
+def _histogram(moves: np.ndarray) -> dict[int, float]:
+    values, counts = np.unique(moves, return_counts=True)
+    return {int(v): c / counts.sum() for v, c in zip(values, counts)}
+
+
+@EXERCISE.check("jump_distribution", points=4, target="jump_distribution", own_work=REFERENCE)
+def check_jump_distribution(jump_distribution: Callable) -> str:
+    cases = {name: weights for name, (weights, _) in _cases().items()}
+    cases["empty (no output steps)"] = np.zeros((0, 4))
+    for name, weights in cases.items():
+        got = _shares(_call(jump_distribution, weights, name=name), name)
+        moves = (np.convolve(weights.argmax(axis=1), [1, -1], mode="valid")
+                 if len(weights) > 1 else np.zeros(0, int))  # a[i + 1] - a[i]
+        expected = _histogram(moves) if len(moves) else {}
+        if _same(got, expected):
             continue
-        if {step: sorted(sources) for step, sources in got.items()} == expected:
-            raise CheckFailed("the right groups, but list each step's source positions in "
-                              "increasing order, as the question asks", points=1)
-        if any(len(v) < 2 for v in got.values()):
-            raise CheckFailed("only output steps that read two or more source words belong "
-                              "in the result")
-        strict = {step: [p for p in sources if weights[step, p] > threshold]
-                  for step, sources in expected.items()}
-        if got == {step: sources for step, sources in strict.items() if len(sources) > 1}:
-            raise CheckFailed("a weight equal to the threshold counts: use >=")
-        if threshold != 0.3 and got == alignment.many_to_one(weights, 0.3):
-            raise CheckFailed("use the threshold argument, not a fixed number")
-        raise CheckFailed(f"wrong groups on the {name} matrix")
-    return "correct: the steps that read several source words, and which ones"
+        if not len(moves):
+            steps = "a single output step" if len(weights) else "no output step at all"
+            raise CheckFailed(f"with {steps} ({name} matrix) there is no jump: return an "
+                              f"empty dict; you returned {got}")
+        counts = {k: v * len(moves) for k, v in expected.items()}
+        if _same(got, counts):
+            raise CheckFailed("those are counts of each jump: divide by the number of jumps, "
+                              "so that the shares add up to 1", points=2)
+        if _same(got, {-k: v for k, v in expected.items()}):
+            raise CheckFailed("the signs are flipped: a jump is a[i + 1] - a[i], positive when "
+                              "the next step reads further right in the source")
+        if _same(got, _histogram(np.abs(moves))):
+            raise CheckFailed("keep the sign: a jump back (to the left) is negative, and that is "
+                              "what shows a reordering")
+        if _same(got, {k: v / (1 - expected.get(0, 0.0)) for k, v in expected.items() if k}):
+            raise CheckFailed("staying on the same source word is a jump of 0, and it counts")
+        if weights.shape[1] > 1 and _same(got, _histogram(np.diff(weights.argmax(axis=0)))):
+            raise CheckFailed("those positions are the arg max of each column; the aligned "
+                              "position of a step is the arg max of its row (axis 1)")
+        raise CheckFailed(f"wrong shares on the {name} matrix")
+    return "correct: the share of each jump between consecutive steps' aligned positions"
+
+
+# ------------------------------------------------------------------------------ punctuation
+
+
+@EXERCISE.check("punctuation_mass", points=3, target="punctuation_mass", own_work=REFERENCE)
+def check_punctuation_mass(punctuation_mass: Callable) -> str:
+    for name, (weights, tokens) in _cases().items():
+        tgt_len = weights.shape[0]
+        got = _vector(_call(punctuation_mass, weights, list(tokens), name=name),
+                      "per output step", name, weights, tgt_len)
+        marks = np.array([set(token) <= set(string.punctuation) for token in tokens], float)
+        expected = weights @ marks
+        if _close(got, expected):
+            continue
+        hyphens = np.array([any(ch in string.punctuation for ch in token) for token in tokens],
+                           float)
+        stops = np.array([token == "." for token in tokens], float)
+        raise_named(got, [
+            (weights @ hyphens if np.any(hyphens != marks) else None,
+             "a word with a hyphen or an apostrophe (t-shirt, 's) is a word: a token is "
+             "punctuation only when every character of it is"),
+            (weights @ stops if np.any(stops) and np.any(stops != marks) else None,
+             "you count only the full stop: commas, quotes and the other marks are punctuation "
+             "too (string.punctuation lists them)"),
+            (1 - expected, "that is the weight on the words; we want what is left on "
+                           "punctuation"),
+            (np.full(tgt_len, marks.mean()), "that is the share of punctuation tokens; add up "
+                                             "each step's weights on them"),
+        ], _close)
+        raise CheckFailed(f"wrong mass for output steps "
+                          f"{np.flatnonzero(~np.isclose(got, expected, atol=1e-6)).tolist()} "
+                          f"of the {name} matrix (its tokens: {' '.join(tokens)})")
+    return "correct: each step's weight on the source punctuation"
 
 
 EXERCISE.manual_question(
-    "patterns",
-    points=2,
-    prompt="One example each of monotonic alignment, reordering and many-to-one alignment from "
-           "your own model's translations of the 2017 Flickr test set, with the sentence and the "
-           "cells that show it.",
+    "fertility_in_your_model",
+    points=1,
+    prompt="Your model's fertility on the 2017 test set: the English words it reads least and "
+           "most, and one of your translations where a word with low fertility is missing from "
+           "the German (or a high one is repeated).",
+)
+EXERCISE.manual_question(
+    "jumps_in_your_model",
+    points=1,
+    prompt="Your model's jump distribution on the 2017 test set: how often it moves one word "
+           "right, stays, skips or goes back, and what one of your largest backward jumps is "
+           "(a reordering German needs, or a repeated or dropped word).",
+)
+EXERCISE.manual_question(
+    "punctuation_in_your_model",
+    points=1,
+    prompt="Where your model leaves attention on the source punctuation: which output words "
+           "(by kind, and the step that writes <eos>) give it the most, with numbers from your "
+           "run, and what that attention is doing there.",
 )
 EXERCISE.manual_question(
     "probes",
-    points=2,
+    points=1,
     prompt="Your own probe sentences (a clause where German puts the verb last; a compound "
            "noun): what your model wrote, what its heatmaps show, and what that says about the "
            "word order and the compounds it learned.",
@@ -277,32 +317,34 @@ EXERCISE.manual_question(
 EXERCISE.manual_question(
     "comparison",
     points=1,
-    prompt="Your model against notebook 4's on the same sentences: what yours does that "
-           "notebook 4's does not (focus, reordering, unknown words), and why, from how each "
-           "was trained.",
+    prompt="Your model against notebook 4's on the same sentences, with your three measures: "
+           "what yours does that notebook 4's does not, and why, from how each was trained.",
 )
 
 
 # ------------------------------------------- the cells that use the student's functions
 
 
-#: A small attention matrix for :func:`ready`: a diagonal with one step reading two words.
+#: A small attention matrix and its tokens for :func:`ready`.
 _SAMPLE = _rows([0.8, 0.1, 0.1], [0.1, 0.45, 0.45], [0.1, 0.1, 0.8])
+_SAMPLE_TOKENS = ["a", "dog", "."]
+_NEEDS_TOKENS = ("punctuation_mass",)
 
 
 def ready(*functions: object) -> bool:
-    """Whether each of the student's pattern finders runs (and returns something) on a small
+    """Whether each of the student's measures runs (and returns something) on a small
     attention matrix. When one does not (not written yet, a crash, no ``return``), says which
     and returns False: the cells that run them over the model's translations then skip that
-    search instead of stopping Run All."""
+    measure instead of stopping Run All."""
     problems = []
     for function in functions:
         name = getattr(function, "__name__", None) or type(function).__name__
         if not callable(function):
             problems.append(f"`{name}` is not a function: run the cell that defines it")
             continue
+        extra = (list(_SAMPLE_TOKENS),) if name in _NEEDS_TOKENS else ()
         try:
-            result = function(_SAMPLE.copy())
+            result = function(_SAMPLE.copy(), *extra)
         except NotImplementedError:
             problems.append(f"`{name}` is not written yet")
             continue
