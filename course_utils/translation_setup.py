@@ -308,13 +308,15 @@ def describe_lengths(data: TranslationData) -> str:
 
 def plot_sentence_lengths(data: TranslationData) -> Figure:
     """Notebook 4, section 1: histograms of the training sentences' lengths in tokens,
-    English and German overlaid, with dotted lines at the edges of the length buckets."""
+    English and German side by side at each length (not overlaid), with dotted lines at the
+    edges of the length buckets."""
     source, target = _training_lengths(data)
     fig, ax = plt.subplots(figsize=(8, 3.4), layout="constrained")
     longest = int(max(source.max(), target.max()))
     bins = list(range(max(45, longest + 1)))  # one bar per length; the last bar holds two
-    ax.hist(source, bins=bins, alpha=0.6, label="English (source)")
-    ax.hist(target, bins=bins, alpha=0.6, label="German (target)")
+    # two opaque bars per length, side by side: neither hides the other
+    ax.hist([source, target], bins=bins, color=["C0", "C1"],
+            label=["English (source)", "German (target)"])
     edges = [low for _, low, _ in LENGTH_BUCKETS[1:]]
     for edge in edges:
         ax.axvline(edge - 0.5, color="k", ls=":", lw=1)

@@ -40,6 +40,20 @@ def test_the_training_view_prints_every_epoch_and_when_99_percent_was_reached(ca
         views.show_training(History())
 
 
+def test_the_99_percent_line_is_drawn_over_the_data_apart_from_the_top_edge_and_named():
+    fig = views.show_training(history(exact=(0.5, 1.0)))
+    exact = fig.axes[1]
+    data, = (line for line in exact.get_lines() if line.get_label() == "held-out")
+    target, = (line for line in exact.get_lines() if line.get_label() == "99%")
+    assert target.get_zorder() > data.get_zorder()  # drawn over the data
+    assert target.get_color() != data.get_color()
+    top = exact.get_ylim()[1]
+    assert top - 100 >= 10  # a clear band above 100%: the line is not on the axis' edge
+    assert max(exact.get_yticks()) <= 100  # no tick claims more than 100%
+    assert any(t.get_text() == "99%" for t in exact.texts)  # named on the axes itself
+    plt.close(fig)
+
+
 def test_the_emerging_view_draws_one_panel_per_snapshot_and_needs_them():
     vocab = reversal_vocab(QUICK.n_symbols)
     source = [4, 5, 6, 7]

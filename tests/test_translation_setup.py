@@ -152,6 +152,11 @@ def test_the_length_histogram_counts_every_training_sentence_and_marks_the_bucke
     edges = sorted(line.get_xdata()[0] for line in ax.get_lines())
     assert edges == [9.5, 20.5]  # between < 10 and 10-20, between 10-20 and > 20
     assert "< 10 / 10-20 / > 20" in ax.get_title()
+    # side by side, not overlaid: no English bar overlaps a German one, both opaque
+    for a, b in zip(english, german):
+        assert a.get_x() + a.get_width() <= b.get_x() + 1e-9
+    assert {p.get_alpha() for p in [*english, *german]} <= {None, 1.0}
+    assert english[0].get_facecolor() != german[0].get_facecolor()
     plt.close(fig)
     with pytest.raises(ValueError, match="no training pairs"):
         describe_lengths(build_translation_data({"train": []}, min_freq=1))
