@@ -273,3 +273,43 @@ def test_landing_page_and_notebook_3_in_a_browser(site, tmp_path):
                               .values())
     finally:
         driver.quit()
+
+
+#: Pages screenshotted at a laptop's and a phone's width: the landing page, notebooks 1, 3, 4
+#: and 5 (its explorer's note) and an exercise.
+LAYOUT_PAGES = ("index.html", "instructors.html",
+                "notebooks/01_bottleneck_and_attention_by_hand.html",
+                "notebooks/03_reversal_task.html", "notebooks/05_reading_attention_heatmaps.html",
+                *sorted(f"notebooks/{p.stem}.html" for p in (ROOT / "notebooks").glob("04_*")),
+                *sorted(f"exercises/{p.stem}.html" for p in (ROOT / "exercises").glob("E10.1*")))
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1280, 390])
+def test_pages_fit_the_window_in_a_browser(site, tmp_path, width):
+    """At 390 px (a phone) no page scrolls sideways; at 1280 px no table is wider than its
+    column (screenshots of both: COURSE_SCREENSHOTS=DIR keeps them)."""
+    driver = headless_chromium(width, 900)
+    folder = screenshot_folder(tmp_path)
+    problems = []
+    try:  # a headless window is at least 500 px wide: the phone's width is emulated
+        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+            "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
+        for page in LAYOUT_PAGES:
+            driver.get((site / page).as_uri())
+            typeset_equations(driver)
+            document, window = driver.execute_script(
+                "return [document.documentElement.scrollWidth, window.innerWidth]")
+            if document > window:
+                problems.append(f"{page} at {width} px: the page is {document} px wide")
+            tables = driver.execute_script(
+                "return Array.from(document.querySelectorAll('article table')).filter("
+                "t => t.scrollWidth > t.parentElement.clientWidth + 1).map("
+                "t => t.innerText.slice(0, 40))")
+            problems += [f"{page} at {width} px: a table overflows: {t!r}" for t in tables]
+            driver.save_screenshot(str(folder / f"site-{Path(page).stem}-{width}.png"))
+        note = (site / "notebooks/05_reading_attention_heatmaps.html").read_text()
+        assert "cdn" not in note.lower() and "runs in the lab" in note
+    finally:
+        driver.quit()
+    assert not problems, "\n".join(problems)

@@ -37,6 +37,12 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.tools.book_pages import (
+    COURSE_CSS,
+    INSTRUCTORS_PAGE,
+    repair_site,
+    split_readme,
+)
 from course_utils.tools.execute import built_with, describe_build
 from course_utils.tools.exercise_format import BEGIN, END
 
@@ -127,7 +133,8 @@ author = "the course's authors"
 extensions = ["myst_nb", "sphinx.ext.githubpages", "sphinx-mathjax-offline"]
 html_theme = "sphinx_book_theme"
 html_title = {title!r}
-html_static_path = []
+html_static_path = ["_static"]
+html_css_files = ["course.css"]  # course_utils/tools/book_pages.py: tables, code, equations
 html_sourcelink_suffix = ""  # "download .ipynb" gives the notebook itself
 html_theme_options = {{
     "home_page_in_toc": True,
@@ -154,8 +161,8 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
     readme = (course / "README.md").read_text(encoding="utf-8")
     title_match = re.search(r"^# (.+)$", readme, re.MULTILINE)
     title = title_match.group(1).strip() if title_match else "The course"
-    pages: list[str] = []
-    toctrees = ""
+    pages: list[str] = [INSTRUCTORS_PAGE]
+    toctrees = _toctree("For instructors", [INSTRUCTORS_PAGE.removesuffix(".md")])
     for section in SECTIONS:
         if section.for_instructors and not solutions:
             continue
@@ -173,7 +180,11 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
         toctrees += _toctree(section.caption, [f"{section.folder}/{p.stem}" for p in files])
     if not any(p.endswith(".ipynb") for p in pages):
         raise BookError(f"no notebooks found in {course}: is this the course folder?")
-    (src / "index.md").write_text(landing_page(readme, set(pages), toctrees), encoding="utf-8")
+    landing, instructors = split_readme(readme)
+    (src / "index.md").write_text(landing_page(landing, set(pages), toctrees), encoding="utf-8")
+    (src / INSTRUCTORS_PAGE).write_text(landing_page(instructors, set(pages)), encoding="utf-8")
+    (src / "_static").mkdir()
+    (src / "_static" / "course.css").write_text(COURSE_CSS, encoding="utf-8")
     (src / "conf.py").write_text(CONF_PY.format(title=title, no_alt=NO_DESCRIPTION),
                                  encoding="utf-8")
     return pages
@@ -204,11 +215,40 @@ def _copy_notebook(path: Path, dest: Path, *, boxes: bool) -> None:
         for cell in notebook.cells:
             if cell.cell_type == "markdown":
                 cell.source = answers_as_boxes(cell.source)
+    _explorer_offline(notebook, f"{dest.parent.name}/{dest.name}")
     record = built_with(notebook)
     if record:
         notebook.cells.append(nbformat.v4.new_markdown_cell(
             f"---\n\n*{describe_build(record)}*"))
     nbformat.write(notebook, dest)
+
+
+#: What the site shows where a notebook's saved output is a live widget (notebook 5's explorer).
+WIDGET_NOTE = (
+    "```{{note}}\nThe interactive explorer this cell opens runs in the lab, not on this page: it "
+    "needs a running Python kernel. Open `{name}` in JupyterLab and run the cell to type your "
+    "own sentence and step through its decoding.\n```"
+)
+
+
+def _explorer_offline(notebook: nbformat.NotebookNode, name: str) -> None:
+    """Replace each live widget's output by a note saying where it runs, and drop the widget
+    state: the page then loads no widget JavaScript (which would come from public CDNs and
+    show nothing offline)."""
+    widget = "application/vnd.jupyter.widget-view+json"
+    notebook.metadata.pop("widgets", None)
+    index = 0
+    while index < len(notebook.cells):
+        cell = notebook.cells[index]
+        index += 1
+        if cell.cell_type != "code":
+            continue
+        kept = [o for o in cell.get("outputs", []) if widget not in o.get("data", {})]
+        if len(kept) != len(cell.get("outputs", [])):
+            cell.outputs = kept
+            notebook.cells.insert(index, nbformat.v4.new_markdown_cell(
+                WIDGET_NOTE.format(name=name)))
+            index += 1
 
 
 def build_book(
@@ -250,6 +290,7 @@ def build_book(
         if result.returncode != 0 or not (html / "index.html").exists():
             raise BookError(f"Sphinx failed (exit status {result.returncode}); its messages are "
                             f"above. {out} was left as it was.")
+        repair_site(html)
         _replace_folder(html, out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
