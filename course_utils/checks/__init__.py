@@ -22,9 +22,9 @@ student's function only through the function it is given, draws random inputs wi
 student's function has returned it.
 
 A part whose input is the student's *class* rather than a function (E10.2's decoder, E10.4's
-scores) names an ``adapt``: in the kernel it turns the class into a function of plain data
-(sizes and arrays in, arrays out) that builds and runs the student's module, and the body is
-written against that function, so that it too is judged in the grader.
+rank-limited score) names an ``adapt``: in the kernel it turns the class into a function of
+plain data (sizes and arrays in, arrays out) that builds and runs the student's module, and the
+body is written against that function, so that it too is judged in the grader.
 
 Each exercise is an :class:`Exercise` that registers its checks and its manually graded
 questions; :func:`get_exercise` finds it by id (``"E10.1"``), and

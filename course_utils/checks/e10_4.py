@@ -1,32 +1,30 @@
-"""Checks for exercise E10.4 (optional): the dot, scaled-dot and general scores, written into
-the interface every score of the course shares (:class:`~course_utils.attention.Attention`),
-and a general score whose matrix has a limited rank.
+"""Checks for exercise E10.4 (optional): the scores of notebook 6 for every decoder step at
+once, and a general score whose matrix has a limited rank.
 
-Students write four classes. Each check runs the student's module and compares it with the
-formula on fresh inputs in each grading run (sizes chosen so that a product over the wrong axis
-fails or gives different numbers):
+Parts 1-3 are plain functions of tensors that score all the decoder states of a batch, ``S``
+``(batch, tgt_len, decoder_dim)``, against all its encoder outputs ``H`` in one batched product
+or broadcast (Day 11's ``Q K^T``); the library (:mod:`course_utils.scores`) has only the
+step-by-step form, which the checks call in a loop over the steps for their reference
+(:mod:`course_utils.checks.all_steps`), on fresh inputs in each grading run:
 
-- ``dot``: ``DotScore``, ``e_j = s^T h_j``: keys are the encoder outputs;
-- ``scaled_dot``: ``ScaledDotScore``, ``e_j = s^T h_j / sqrt(d)``, checked through the whole
-  attention step, so that a scaling applied to the weights (after the softmax) or to the
-  context is caught and named;
-- ``general``: ``GeneralScore``, ``e_j = s^T W h_j`` with ``W h_j`` computed once per sentence
-  (in ``project_keys``), not at every step; ``W`` on the wrong side is named;
-- ``low_rank``: ``LowRankGeneralScore``, ``e_j = s^T U V h_j`` with ``W = U V`` of rank at most
-  ``r`` (``V`` maps ``h_j`` to ``r`` numbers, ``U`` those to the decoder's size), the keys
-  computed once per sentence; the student then trains it at a few ranks (Part 5's run, not
-  checked: it is read in the written answer).
+- ``dot``: ``dot_scores(S, H, scaled)``, ``s_t^T h_j`` (divided by ``sqrt(d)`` when scaled);
+- ``scaled_dot``: ``scaled_dot_attention(S, H, mask)``, the weights and contexts of every step,
+  padded source positions masked;
+- ``general``: ``general_scores(S, H, W)``, ``s_t^T W h_j``;
+- ``additive``: ``additive_scores(S, H, W_s, W_h, v)``, ``v^T tanh(W_s s_t + W_h h_j)``;
+- ``low_rank``: the class ``LowRankGeneralScore``, ``e_j = s^T U V h_j`` with ``W = U V`` of rank
+  at most ``r``, the keys computed once per sentence; the student then trains it at a few ranks
+  (Part 5's run, not checked: it is read in the written answer).
 
-Named hints: a missing transpose (a product over the wrong axis), scaling by ``d`` or by the
-source length instead of ``sqrt(d)``, scaling the weights instead of the scores, general's
-matrix on the wrong side, and the keys recomputed at every decoder step. A class that reuses the
-library's score modules (:mod:`course_utils.scores`) earns no points.
+Named hints: the last two axes swapped, the scaling missing or by ``d``, the softmax over the
+steps, the mask not applied, applied after the softmax or the wrong way round, ``W`` on the wrong
+side, the additive broadcast that pairs step t with position t only, the tanh missing; a function
+that loops over the steps or the sentences (its number of torch operations grows with them) earns
+half the points. A function that uses the library earns none.
 
-Under ``course-grade`` the three parts are judged in the grader, like E10.1's: each names an
-``adapt`` (:func:`_adapter`) that, in the kernel, turns the student's class into a function of
-plain data (sizes, the state, the encoder outputs, a mask and ``W`` as arrays in; energies,
-weights and context as arrays out); the check body, which draws the inputs and computes the
-expected answers, runs in the grader against the recorded results.
+Under ``course-grade`` every part is judged in the grader: its ``adapt`` runs the student's
+function (or class) in the kernel as a function of plain arrays; the check body, which draws the
+inputs and computes the expected answers, runs in the grader against the recorded results.
 """
 
 from __future__ import annotations
@@ -37,31 +35,32 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from course_utils.attention import Attention
+from course_utils.attention import Attention, BahdanauAttention
+from course_utils.checks.all_steps import (
+    function_adapter,
+    loop_over_steps,
+    outputs_of,
+    per_step_loop,
+)
 from course_utils.checks.calling import CheckFailed, try_run
 from course_utils.checks.framework import Exercise
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.probes import fresh_seed
-from course_utils.scores import DotAttention, GeneralAttention
+from course_utils.scores import DotAttention, GeneralAttention, ScaledDotAttention
 
 __all__ = [
     "EXERCISE",
+    "check_additive",
     "check_dot",
     "check_general",
     "check_low_rank",
     "check_scaled_dot",
-    "score_to_train",
     "try_run",
 ]
 
-EXERCISE = Exercise("E10.4", "Dot, scaled-dot and general scores")
+EXERCISE = Exercise("E10.4", "Every decoder step at once; a general score of limited rank")
 _LIBRARY = ("course_utils.scores",)
-
-#: Two shapes: batch 3, source length 5, states of 6 (src_len != d, so a product
-#: over the wrong axis fails), then a square case (src_len == d == 4), where it would not fail
-#: but gives other numbers.
-_CASES = ((3, 5, 6), (2, 4, 4))
 
 TRANSPOSE_HINT = (
     "the product runs over the wrong axis (a missing transpose?): the keys are "
@@ -136,72 +135,6 @@ def _tensor(value: object, what: str, shape: tuple[int, ...]) -> torch.Tensor:
     return value.detach().float()
 
 
-def _adapter(name: str, library: type) -> Callable[[object], Callable]:
-    """``adapt`` for a score part: the student's class as a function of plain data.
-
-    ``run(encoder_dim, decoder_dim, state, outputs, mask, W)`` builds the student's module
-    (loading ``W`` when given), and returns a dict: ``energies`` (through ``project_keys`` and
-    ``energies``), ``W_in_energies`` (whether ``energies`` applied ``self.W``) and, with a
-    ``mask``, the whole attention step's ``weights`` and ``context`` (or ``step_error``); or
-    ``{"error": why}`` when the module could not be built or run, which scores 0."""
-
-    def adapt(student_class: object) -> Callable:
-        cls = _class_of(student_class, name, library)
-
-        def run(encoder_dim: int, decoder_dim: int, state: np.ndarray, outputs: np.ndarray,
-                mask: np.ndarray | None, W: np.ndarray | None) -> dict:
-            try:
-                return _run(cls, name, encoder_dim, decoder_dim, state, outputs, mask, W)
-            except CheckFailed as failed:
-                return {"error": failed.message}
-
-        run.__name__ = name
-        return run
-
-    return adapt
-
-
-def _run(cls: type, name: str, encoder_dim: int, decoder_dim: int, state: np.ndarray,
-         outputs: np.ndarray, mask: np.ndarray | None, W: np.ndarray | None) -> dict:
-    try:
-        module = cls(encoder_dim, decoder_dim)
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        raise CheckFailed(f"`{name}({encoder_dim}, {decoder_dim})` raised "
-                          f"{type(error).__name__}: {error}: keep the constructor the exercise "
-                          "gives") from None
-    if W is not None:
-        try:
-            module.load_state_dict({"W.weight": torch.as_tensor(W, dtype=torch.float32)})
-        except RuntimeError as error:
-            raise CheckFailed("the check's W does not load into your module: keep the "
-                              "constructor the exercise gives (`self.W = nn.Linear(encoder_dim, "
-                              f"decoder_dim, bias=False)`) ({str(error).splitlines()[0]})"
-                              ) from None
-    state_t = torch.as_tensor(state, dtype=torch.float32)
-    outputs_t = torch.as_tensor(outputs, dtype=torch.float32)
-    result: dict = {"energies": _energies(module, name, state_t, outputs_t).numpy()}
-    if isinstance(getattr(module, "W", None), torch.nn.Module):  # the keys once per sentence?
-        result["W_in_energies"] = _applied_per_step(module, ("W",), state_t, outputs_t)
-    if mask is not None:
-        batch, src_len, _ = outputs.shape
-        try:
-            with torch.no_grad():
-                mask_t = torch.as_tensor(mask, dtype=torch.bool)
-                context, weights = module(state_t, outputs_t, mask_t)
-            result["weights"] = _tensor(weights, "the attention step's weights",
-                                        (batch, src_len)).numpy()
-            result["context"] = _tensor(context, "the attention step's context",
-                                        (batch, outputs.shape[-1])).numpy()
-        except (NotImplementedError, CheckFailed):
-            raise
-        except Exception as error:
-            raise CheckFailed(f"the whole attention step (`module(state, encoder_outputs, "
-                              f"mask)`) raised {type(error).__name__}: {error}") from None
-    return result
-
-
 def _applied_per_step(module: Attention, layers: tuple[str, ...], state: torch.Tensor,
                       outputs: torch.Tensor) -> bool:
     """Whether ``energies`` (a decoder step) calls any of these layers of the source's side."""
@@ -227,16 +160,6 @@ def _inputs(batch: int, src_len: int, encoder_dim: int, decoder_dim: int, seed: 
     outputs = torch.randn(batch, src_len, encoder_dim, generator=generator)
     state = torch.randn(batch, decoder_dim, generator=generator)
     return state, outputs
-
-
-def _call(run: Callable, name: str, state: torch.Tensor, outputs: torch.Tensor,
-          mask: torch.Tensor | None = None, W: torch.Tensor | None = None) -> dict:
-    """The adapted student module on these inputs; its results as float tensors of the shapes
-    expected, or :class:`CheckFailed` naming what came back instead."""
-    batch, src_len, encoder_dim = outputs.shape
-    out = run(encoder_dim, state.shape[1], state.numpy(), outputs.numpy(),
-              None if mask is None else mask.numpy(), None if W is None else W.numpy())
-    return _reported(out, name, batch, src_len, encoder_dim)
 
 
 def _reported(out: object, name: str, batch: int, src_len: int, encoder_dim: int) -> dict:
@@ -273,122 +196,208 @@ def _wrong_axis(state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor | No
     return torch.bmm(state.unsqueeze(1), outputs).squeeze(1)
 
 
-# ------------------------------------------------------------------------------ dot
+# ------------------------------------------------------- Parts 1-3: every decoder step at once
+
+#: (batch, tgt_len, src_len): a target as long as the source, where a transpose keeps the shape
+#: and a forgotten broadcast axis pairs step t with position t only; a first shape; then more
+#: decoder steps and more sentences (these two count the torch operations a loop would add).
+_STEP_CASES = {"square": (2, 4, 4), "small": (2, 3, 5), "long": (2, 9, 5), "wide": (5, 3, 5)}
+_TOL = {"rtol": 1e-4, "atol": 1e-4}  # float32: a batched sum against a loop of per-step sums
+_SWAPPED = ("the last two axes are swapped (a transpose on the wrong side?): row t of the "
+            "result belongs to decoder step t and column j to source position j, so the "
+            "product is (batch, tgt_len, d) @ (batch, d, src_len): which of the two factors "
+            "needs its last two axes swapped?")
 
 
-@EXERCISE.check("dot", points=2, target="DotScore", adapt=_adapter("DotScore", DotAttention))
+def _near(a: torch.Tensor, b: torch.Tensor | None) -> bool:
+    return b is not None and a.shape == b.shape and bool(
+        torch.allclose(a, b, **_TOL, equal_nan=True))  # NaN: a softmax over an all--inf axis
+
+
+def _draw(case: str, dims: tuple[int, int], base: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh decoder states ``S`` (batch, tgt_len, dims[1]) and encoder outputs ``H``
+    (batch, src_len, dims[0]) for one of :data:`_STEP_CASES`."""
+    batch, tgt_len, src_len = _STEP_CASES[case]
+    generator = torch.Generator().manual_seed(fresh_seed(base + list(_STEP_CASES).index(case)))
+    H = torch.randn(batch, src_len, dims[0], generator=generator)
+    S = torch.randn(batch, tgt_len, dims[1], generator=generator)
+    return S, H
+
+
+def _padding(batch: int, src_len: int, seed: int) -> torch.Tensor:
+    """A mask, real tokens first: every sentence has at least one real and one padded
+    position (so the mask the wrong way round is a mask too)."""
+    lengths = torch.randint(1, src_len, (batch,), generator=torch.Generator().manual_seed(seed))
+    return torch.arange(src_len) < lengths.unsqueeze(1)
+
+
+def _all_steps(name: str, points: float, ops: dict[str, int]) -> str:
+    hint = per_step_loop(ops, name)
+    if hint:
+        raise CheckFailed(hint, points=points / 2)
+    return (f"right on every step of every sentence, on fresh inputs of four shapes, with as "
+            f"many torch operations for {_STEP_CASES['long'][1]} steps or "
+            f"{_STEP_CASES['wide'][0]} sentences as for {_STEP_CASES['small'][1]} steps of "
+            f"{_STEP_CASES['small'][0]}")
+
+
+_D = 6  # the size of states and encoder outputs in Parts 1-2 (not a length of the cases)
+
+
+@EXERCISE.check("dot", points=2, target="dot_scores",
+                adapt=function_adapter("dot_scores", ("scores",)))
 def check_dot(run: Callable) -> str:
-    for case, (batch, src_len, d) in enumerate(_CASES):
-        state, outputs = _inputs(batch, src_len, d, d, fresh_seed(40 + case))
-        got = _call(run, "DotScore", state, outputs)["energies"]
-        expected = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
-        if _close(got, expected):
-            continue
-        raise_named(got, [
-            (_wrong_axis(state, outputs), _MIXED_UP),
-            (expected / math.sqrt(d), "your energies are divided by sqrt(d): that is the scaled "
-                                      "score of Part 2; Part 1 is the plain dot product s^T h_j"),
-        ], _close)
-        raise CheckFailed(f"energies differ from s^T h_j on a batch of {batch} sources of "
-                          f"{src_len} positions with states of {d}: each energy is the sum "
-                          "over coordinates of the state times one encoder output")
-    return "s^T h_j for every position, on fresh inputs of two shapes"
+    ops: dict[str, int] = {}
+    for case in _STEP_CASES:
+        S, H = _draw(case, (_D, _D), 40)
+        plain = loop_over_steps(DotAttention(_D, _D), S, H)[0]
+        scaled = loop_over_steps(ScaledDotAttention(_D, _D), S, H)[0]
+        for flag, expected in ((False, plain), (True, scaled)):
+            got = outputs_of(run(S.numpy(), H.numpy(), flag), "dot_scores",
+                             {"scores": expected.shape}, _SWAPPED)
+            ops.setdefault(case, got["ops"])
+            if _near(got["scores"], expected):
+                continue
+            raise_named(got["scores"], [
+                (expected.transpose(1, 2) if case == "square" else None,
+                 f"with as many steps as source positions: {_SWAPPED}"),
+                (plain, "with scaled=True the scores must be divided by sqrt(d), the size of "
+                        "the vectors (S.shape[-1]); yours are not"),
+                (scaled, "with scaled=False the scores are the plain dot products s_t^T h_j; "
+                         "yours are divided by sqrt(d)"),
+                (plain / _D, "your scores are divided by d; the scaled score divides by sqrt(d)"),
+            ], _near)
+            raise CheckFailed(f"scores (scaled={flag}) differ from s_t^T h_j on a batch of "
+                              f"{S.shape[0]} sentences, {S.shape[1]} decoder steps and "
+                              f"{H.shape[1]} source positions: entry (b, t, j) is the dot "
+                              "product of step t's state with position j's encoder output")
+    return _all_steps("dot_scores", 2, ops)
 
 
-# ------------------------------------------------------------------------------ scaled dot
-
-
-@EXERCISE.check("scaled_dot", points=2, target="ScaledDotScore",
-                adapt=_adapter("ScaledDotScore", DotAttention))
+@EXERCISE.check("scaled_dot", points=2, target="scaled_dot_attention",
+                adapt=function_adapter("scaled_dot_attention", ("weights", "contexts")))
 def check_scaled_dot(run: Callable) -> str:
-    for case, (batch, src_len, d) in enumerate(_CASES):
-        state, outputs = _inputs(batch, src_len, d, d, fresh_seed(50 + case))
-        mask = torch.ones(batch, src_len, dtype=torch.bool)
-        mask[0, src_len - 2:] = False  # a padded sentence too
-        result = _call(run, "ScaledDotScore", state, outputs, mask)
-        if "weights" not in result or "context" not in result:
-            raise CheckFailed("ScaledDotScore reported no attention step")
-        got, weights, context = result["energies"], result["weights"], result["context"]
-        dot = torch.bmm(outputs, state.unsqueeze(-1)).squeeze(-1)
-        expected = dot / math.sqrt(d)
-        right = torch.softmax(expected.masked_fill(~mask, float("-inf")), dim=-1)
-        unscaled = torch.softmax(dot.masked_fill(~mask, float("-inf")), dim=-1)
-        if _close(weights, unscaled / math.sqrt(d)):
-            raise CheckFailed("you scaled the weights, after the softmax, so they no longer sum "
-                              "to 1: scale the scores (the energies), before the softmax; that "
-                              "is what keeps the softmax from saturating")
-        wrong = _wrong_axis(state, outputs)
-        raise_named(got, [
-            (dot if _close(weights, unscaled) else None,
-             "the energies are not scaled: divide s^T h_j by sqrt(d), the square root of the "
-             "size of the vectors"),
-            (dot / d, "the energies are divided by d: divide by its square root"),
-            (dot * math.sqrt(d), "the energies are multiplied by sqrt(d): divide by it"),
-            (dot / math.sqrt(src_len) if src_len != d else None,
-             "the energies are divided by the square root of the source length; d is the size "
-             "of the vectors (`self.key_dim`)"),
-            (None if wrong is None else wrong / math.sqrt(d), _MIXED_UP),
-            (wrong, _MIXED_UP),
-        ], _close)
-        if not _close(got, expected):
-            raise CheckFailed(f"energies differ from s^T h_j / sqrt(d) on a batch of {batch} "
-                              f"sources of {src_len} positions with states of {d}")
-        if not _close(weights, right):
-            raise CheckFailed("the energies are right, but the attention step's weights are "
-                              "not their softmax over the real positions: do not override "
-                              "`attend` or `forward`, the interface does that part")
-        if not _close(context, torch.bmm(right.unsqueeze(1), outputs.masked_fill(
-                ~mask.unsqueeze(-1), 0.0)).squeeze(1)):
-            raise CheckFailed("energies and weights are right, but the context is not "
-                              "sum_j alpha_j h_j: scaling belongs to the scores only")
-    return "s^T h_j / sqrt(d), before the softmax, on fresh inputs of two shapes"
+    ops: dict[str, int] = {}
+    for case in _STEP_CASES:
+        S, H = _draw(case, (_D, _D), 50)
+        batch, _, src_len = _STEP_CASES[case]
+        mask = _padding(batch, src_len, fresh_seed(60 + len(ops)))
+        _, weights, contexts = loop_over_steps(ScaledDotAttention(_D, _D), S, H, mask)
+        got = outputs_of(run(S.numpy(), H.numpy(), mask.numpy()), "scaled_dot_attention",
+                         {"weights": weights.shape, "contexts": contexts.shape}, _SWAPPED)
+        ops[case] = got["ops"]
+        if not _near(got["weights"], weights):
+            energies = loop_over_steps(ScaledDotAttention(_D, _D), S, H)[0]
+            unmasked = loop_over_steps(ScaledDotAttention(_D, _D), S, H)[1]
+            real = mask[:, None, :].expand_as(energies)  # the mistakes, never the answer
+            raise_named(got["weights"], [
+                (torch.where(real, energies, -math.inf).softmax(1), "each row of weights must "
+                 "sum to 1 over the source positions: the softmax runs over the wrong axis (the "
+                 "decoder steps, dim=1); it belongs on the last axis, dim=-1"),
+                (unmasked, "padded source positions get weight: the mask is not applied. Their "
+                 "scores must be -inf before the softmax (the mask is (batch, src_len): one row "
+                 "per sentence, the same for every step, so it needs an axis for the steps)"),
+                (unmasked * real, "the mask is applied after the softmax: the real positions' "
+                 "weights no longer sum to 1. Mask the scores (-inf) before the softmax"),
+                (loop_over_steps(ScaledDotAttention(_D, _D), S, H, ~mask)[1],
+                 "the mask is the wrong way round: True marks a real token, which keeps its "
+                 "score; the padded positions (False) get -inf"),
+                (loop_over_steps(DotAttention(_D, _D), S, H, mask)[1],
+                 "the weights are the softmax of the plain dot products: divide the scores by "
+                 "sqrt(d) before the softmax"),
+            ], _near)
+            raise CheckFailed(f"weights differ from softmax(s_t^T h_j / sqrt(d)) over the real "
+                              f"positions, on a batch of {batch} sentences with padding")
+        if not _near(got["contexts"], contexts):
+            raise CheckFailed("the weights are right, but the contexts differ from "
+                              "sum_j alpha_tj h_j: one batched product of the weights "
+                              "(batch, tgt_len, src_len) with H (batch, src_len, d)")
+    return _all_steps("scaled_dot_attention", 2, ops)
 
 
-# ------------------------------------------------------------------------------ general
+def _wrong_side(W: torch.Tensor, S: torch.Tensor, H: torch.Tensor) -> torch.Tensor:
+    """s_t^T W^T h_j, step by step: the library's general score with W transposed."""
+    library = GeneralAttention(W.shape[0], W.shape[1])
+    library.load_state_dict({"W.weight": W.T.contiguous()})
+    return loop_over_steps(library, S, H)[0]
 
 
-@EXERCISE.check("general", points=3, target="GeneralScore",
-                adapt=_adapter("GeneralScore", GeneralAttention))
+_ENC, _DEC, _ATT = 6, 4, 7  # Part 3's sizes: encoder outputs, decoder states, additive space
+
+
+@EXERCISE.check("general", points=1, target="general_scores",
+                adapt=function_adapter("general_scores", ("scores",)))
 def check_general(run: Callable) -> str:
-    recomputed = False
-    for case, (batch, src_len, (encoder_dim, decoder_dim)) in enumerate(
-            [(3, 5, (6, 4)), (2, 5, (5, 5))]):
-        state, outputs = _inputs(batch, src_len, encoder_dim, decoder_dim,
-                                 fresh_seed(60 + case))
-        generator = torch.Generator().manual_seed(fresh_seed(70 + case))
-        # W maps an encoder output to the decoder's size: W h_j has decoder_dim numbers
-        W = torch.randn(decoder_dim, encoder_dim, generator=generator) / math.sqrt(encoder_dim)
-        expected = torch.einsum("bd,de,bte->bt", state, W, outputs)
-        try:
-            result = _call(run, "GeneralScore", state, outputs, W=W)
-        except CheckFailed as failed:
-            if encoder_dim != decoder_dim and "cannot be multiplied" in failed.message:
-                raise CheckFailed("W is applied to something of the wrong size: it maps an "
-                                  f"encoder output ({encoder_dim} numbers) to the decoder's "
-                                  f"size ({decoder_dim}), so it belongs on h_j: the keys are "
-                                  "W h_j, computed in `project_keys`, and the energy is "
-                                  f"s^T (W h_j). ({failed.message})") from None
-            raise
-        got = result["energies"]
-        if not _close(got, expected):
-            raise_named(got, [
-                (torch.einsum("bd,ed,bte->bt", state, W, outputs)
-                 if encoder_dim == decoder_dim else None,
-                 "W is on the wrong side: you computed (W s)^T h_j = s^T W^T h_j; the general "
-                 "score is s^T (W h_j), with W applied to the encoder outputs (the keys)"),
-                (_wrong_axis(state, torch.einsum("de,bte->btd", W, outputs)),
-                 f"your energies mix up positions and coordinates: {TRANSPOSE_HINT}"),
-            ], _close)
-            raise CheckFailed(f"energies differ from s^T W h_j on a batch of {batch} sources "
-                              f"of {src_len} positions (encoder outputs of {encoder_dim}, "
-                              f"states of {decoder_dim})")
-        recomputed = recomputed or result["W_in_energies"]
-    if recomputed:  # the keys once per sentence: the decoder's steps call only `energies`
-        raise CheckFailed("the energies are right, but `energies` applies W at every decoder "
-                          "step: W h_j does not depend on the step, so compute it once per "
-                          "sentence in `project_keys` and let `energies` use the keys",
-                          points=2)
-    return "s^T W h_j, with the keys W h_j computed once per sentence, on fresh inputs"
+    ops: dict[str, int] = {}
+    for case in _STEP_CASES:
+        square = case == "square"  # here encoder and decoder sizes are equal too
+        enc, dec = (_DEC, _DEC) if square else (_ENC, _DEC)
+        S, H = _draw(case, (enc, dec), 70)
+        generator = torch.Generator().manual_seed(fresh_seed(75 + len(ops)))
+        W = torch.randn(dec, enc, generator=generator) / enc ** 0.5
+        library = GeneralAttention(enc, dec)
+        library.load_state_dict({"W.weight": W})
+        expected = loop_over_steps(library, S, H)[0]
+        got = outputs_of(run(S.numpy(), H.numpy(), W.numpy()), "general_scores",
+                         {"scores": expected.shape}, _SWAPPED)
+        ops[case] = got["ops"]
+        if not _near(got["scores"], expected):
+            raise_named(got["scores"], [
+                (expected.transpose(1, 2) if square else None,
+                 f"with as many steps as source positions: {_SWAPPED}"),
+                (_wrong_side(W, S, H) if square else None,
+                 "W is on the wrong side: you computed s^T W^T h_j; the general score is "
+                 "s^T (W h_j), W applied to the encoder outputs (keys = H @ W.T)"),
+            ], _near)
+            raise CheckFailed(f"scores differ from s_t^T W h_j on a batch of {S.shape[0]} "
+                              f"sentences (encoder outputs of {enc}, states of {dec})")
+    return _all_steps("general_scores", 1, ops)
+
+
+@EXERCISE.check("additive", points=2, target="additive_scores",
+                adapt=function_adapter("additive_scores", ("scores",)))
+def check_additive(run: Callable) -> str:
+    ops: dict[str, int] = {}
+    for case in _STEP_CASES:
+        S, H = _draw(case, (_ENC, _DEC), 80)
+        generator = torch.Generator().manual_seed(fresh_seed(85 + len(ops)))
+        W_s = torch.randn(_ATT, _DEC, generator=generator) / _DEC ** 0.5
+        W_h = torch.randn(_ATT, _ENC, generator=generator) / _ENC ** 0.5
+        v = torch.randn(_ATT, generator=generator) / _ATT ** 0.5
+        library = BahdanauAttention(_ENC, _DEC, _ATT)
+        library.load_state_dict({"W_s.weight": W_s, "W_h.weight": W_h, "v.weight": v[None]})
+        expected = loop_over_steps(library, S, H)[0]
+        out = run(S.numpy(), H.numpy(), W_s.numpy(), W_h.numpy(), v.numpy())
+        if isinstance(out, dict) and "size of tensor" in str(out.get("error", "")):
+            raise CheckFailed(f"{out['error']}: to pair every step with every position, give "
+                              "the steps' part (batch, tgt_len, a) an axis for the positions "
+                              "and the positions' part (batch, src_len, a) one for the steps, "
+                              "(batch, tgt_len, 1, a) + (batch, 1, src_len, a), and let "
+                              "broadcasting do the rest")
+        reported = np.asarray(out.get("scores")) if isinstance(out, dict) else None
+        if case == "square" and reported is not None and reported.shape == expected.shape[:2]:
+            raise CheckFailed("with as many steps as source positions your scores have one "
+                              "number per step: W_s s_t was added to W_h h_t only, step t "
+                              "paired with position t. Add an axis to each, (batch, tgt_len, "
+                              "1, a) + (batch, 1, src_len, a), to pair every step with every "
+                              "position")
+        got = outputs_of(out, "additive_scores", {"scores": expected.shape}, _SWAPPED)
+        ops[case] = got["ops"]
+        if not _near(got["scores"], expected):
+            keys = library.project_keys(H)  # the mistakes one step at a time, as the library
+            no_tanh = torch.stack([(keys + library.W_s(S[:, t]).unsqueeze(1)) @ v
+                                   for t in range(S.shape[1])], 1).detach()
+            raise_named(got["scores"], [
+                (expected.transpose(1, 2) if case == "square" else None,
+                 f"with as many steps as source positions: {_SWAPPED}"),
+                (no_tanh, "the tanh is missing: e_tj = v^T tanh(W_s s_t + W_h h_j)"),
+                (torch.tanh(no_tanh), "tanh is applied after v: e_tj = v^T tanh(W_s s_t + "
+                                      "W_h h_j), the tanh on the a-dimensional sum"),
+            ], _near)
+            raise CheckFailed(f"scores differ from v^T tanh(W_s s_t + W_h h_j) on a batch of "
+                              f"{S.shape[0]} sentences")
+    return _all_steps("additive_scores", 2, ops)
+
 
 
 # ------------------------------------------------------------------------------ low rank
@@ -476,18 +485,3 @@ EXERCISE.manual_question(
     "outcome", points=2,
     prompt="After the run: the measured outcome against your prediction, explained from "
            "what a rank-r score s^T U V h_j can and cannot do with the weights over positions.")
-
-
-# ------------------------------------------------------------------------------ training
-
-
-def score_to_train(student_class: object) -> type[Attention]:
-    """The student's ``GeneralScore`` once it passes its check, else the library's
-    :class:`~course_utils.scores.GeneralAttention` (printing which), for Part 4's model."""
-    result = check_general(student_class)
-    if result.passed:
-        print("Part 4 trains with your GeneralScore")
-        return student_class  # type: ignore[return-value]
-    print("Part 4 trains with the library's GeneralAttention until your GeneralScore passes "
-          "its check")
-    return GeneralAttention
