@@ -24,9 +24,9 @@ def built_site(tmp_path_factory) -> Path:
 
 
 def site_pages(course: Path = ROOT) -> list[str]:
-    """Every page the site has (paths relative to its root): the landing page, a page per
+    """Every page the site has (paths relative to its root): the landing and instructors' pages, a page per
     notebook, exercise, solution and ``docs/`` file, and Sphinx's own pages."""
-    pages = ["index.html", *SPHINX_PAGES]
+    pages = ["index.html", "instructors.html", *SPHINX_PAGES]
     for section in book.SECTIONS:
         pages += [f"{section.folder}/{path.stem}.html"
                   for path in sorted((course / section.folder).glob(section.pattern))]

@@ -2,11 +2,17 @@
 run in headless Chromium on each page, in the light and in the dark theme, finds no violation
 of impact *serious* or *critical*.
 
-axe-core comes bundled with ``axe-selenium-python`` (a test dependency). Skipped where
-Chromium and its driver are missing (like the other browser tests) or where the ``book`` extra
-is not installed.
+The audit runs the current axe-core from npm (``npm install axe-core``; .ci/run installs it):
+``COURSE_AXE_CORE`` names its ``axe.min.js``, else it is looked for in ``node_modules`` here and
+in npm's global folder. The axe-core 3.1.1 that ``axe-selenium-python`` bundles misses rules
+the site once failed (``label-content-name-mismatch``, ``empty-table-header``), so where no
+current axe-core is found the audit is skipped and says why. Skipped too where Chromium and its
+driver are missing (like the other browser tests) or where the ``book`` extra is not installed.
 """
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,19 +33,29 @@ FAILING_IMPACTS = ("serious", "critical")
 #: The site's two colour themes (the Sphinx Book Theme follows the reader's system setting).
 THEMES = ("light", "dark")
 
-#: Every ``<input type>`` of HTML.
-INPUT_TYPES = ["text", "search", "url", "tel", "email", "password", "date", "month", "week",
-               "time", "datetime-local", "number", "range", "color", "checkbox", "radio", "file"]
-#: A known false positive of the axe-core that axe-selenium-python 2.1 bundles (3.1.1), not a
-#: rule switched off: its check "autocomplete-appropriate" accepts ``autocomplete="off"`` only
-#: on ``type="text"`` inputs, so the theme's search box (``type="search" autocomplete="off"``)
-#: fails "autocomplete-valid". HTML allows "on" and "off" on any input, and axe-core fixed the
-#: check in 3.1.2 (dequelabs/axe-core issue #1109, pull request #1121). The option below tells
-#: the old check what the fixed one knows; every other autocomplete value is still checked.
-AXE_CONFIGURATION = {
-    "checks": [{"id": "autocomplete-appropriate",
-                "options": {"on": INPUT_TYPES, "off": INPUT_TYPES}}],
-}
+
+
+def current_axe_core() -> Path | None:
+    """The ``axe.min.js`` of an npm-installed axe-core, or None where there is none."""
+    named = os.environ.get("COURSE_AXE_CORE")
+    if named:
+        return Path(named)
+    places = [Path(__file__).resolve().parents[1] / "node_modules"]
+    if shutil.which("npm"):
+        found = subprocess.run(["npm", "root", "-g"], capture_output=True, text=True)
+        if found.returncode == 0 and found.stdout.strip():
+            places.append(Path(found.stdout.strip()))
+    return next((p / "axe-core" / "axe.min.js" for p in places
+                 if (p / "axe-core" / "axe.min.js").is_file()), None)
+
+
+AXE_CORE = current_axe_core()
+needs_axe_core = pytest.mark.skipif(
+    AXE_CORE is None,
+    reason="accessibility audit skipped: no current axe-core here (the bundled 3.1.1 of "
+           "axe-selenium-python misses rules the site must pass); npm install axe-core, "
+           "or set COURSE_AXE_CORE to its axe.min.js",
+)
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +65,6 @@ def site(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def browser():
-    pytest.importorskip("axe_selenium_python",
-                        reason="axe-selenium-python is not installed (pip install -e .)")
     driver = headless_chromium(1280, 900)
     try:
         yield driver
@@ -60,8 +74,6 @@ def browser():
 
 def audit(driver, page: Path, theme: str) -> list[dict]:
     """axe-core's violations on ``page`` shown in ``theme``, once its equations are typeset."""
-    from axe_selenium_python import Axe
-
     # the reader's system setting, which the theme follows ("auto" mode)
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
         "features": [{"name": "prefers-color-scheme", "value": theme}]})
@@ -76,13 +88,12 @@ def audit(driver, page: Path, theme: str) -> list[dict]:
         " animation: none !important; }';"
         "document.head.appendChild(style);")
     typeset_equations(driver)  # MathJax rewrites the equations: audit what the reader gets
-    Axe(driver).inject()
+    assert AXE_CORE is not None
+    driver.execute_script(AXE_CORE.read_text(encoding="utf-8"))
     driver.set_script_timeout(120)
     results = driver.execute_async_script(
         "const done = arguments[arguments.length - 1];"
-        "axe.configure(arguments[0]);"
-        "axe.run().then(done, error => done({error: String(error)}));",
-        AXE_CONFIGURATION)
+        "axe.run().then(done, error => done({error: String(error)}));")
     assert "error" not in results, f"axe-core failed on {page.name}: {results['error']}"
     return results["violations"]
 
@@ -102,6 +113,7 @@ def test_the_audit_covers_every_page_of_the_site(site):
 
 
 @needs_chromium
+@needs_axe_core
 @pytest.mark.parametrize("page", PAGES)
 def test_no_serious_accessibility_violation_in_a_browser(site, browser, page):
     problems = [f"{page} ({theme} theme): {rule} ({impact}) at {selector}: {asks}"
@@ -112,11 +124,19 @@ def test_no_serious_accessibility_violation_in_a_browser(site, browser, page):
 
 
 @needs_chromium
+@needs_axe_core
 def test_the_audit_finds_a_serious_violation_in_a_browser(browser, tmp_path):
     """The audit is live: a page with an unlabelled image link and unreadable grey text fails."""
     page = tmp_path / "bad.html"
     page.write_text('<!doctype html><html lang="en"><head><title>bad</title></head><body>'
                     '<main><h1>A bad page</h1><a href="#x"><img src="x.png"></a>'
-                    '<p style="color:#ddd;background:#fff">grey on white</p></main></body></html>')
-    rules = {rule for rule, *_ in serious(audit(browser, page, "light"))}
-    assert {"image-alt", "color-contrast"} <= rules, rules
+                    '<p style="color:#ddd;background:#fff">grey on white</p>'
+                    '<button aria-label="Search">Search Ctrl+K</button>'
+                    '<table><tr><th></th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>'
+                    '</main></body></html>')
+    violations = audit(browser, page, "light")
+    rules = {rule for rule, *_ in serious(violations)}
+    # label-content-name-mismatch and empty-table-header (minor) are rules the old bundled
+    # axe-core did not know: the audit is the current one
+    assert {"image-alt", "color-contrast", "label-content-name-mismatch"} <= rules, rules
+    assert "empty-table-header" in {violation["id"] for violation in violations}

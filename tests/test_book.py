@@ -21,7 +21,7 @@ from browser import headless_chromium, needs_chromium, screenshot_folder, typese
 from course_site import built_site
 from helpers import ROOT
 
-from course_utils.tools import book
+from course_utils.tools import book, book_pages
 from course_utils.tools.execute import built_with, describe_build
 
 pytestmark = pytest.mark.skipif(
@@ -162,10 +162,15 @@ def test_internal_links_and_anchors_resolve(site):
 
 
 def test_landing_page_is_the_readme_with_links_to_the_notebook_pages(site):
+    """The README's student sections are the landing page, its instructors' sections the
+    instructors' page: every section is on one of them, none on both."""
     index = (site / "index.html").read_text(encoding="utf-8")
+    instructors = (site / "instructors.html").read_text(encoding="utf-8")
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     for heading in re.findall(r"^## (.+)$", readme, flags=re.MULTILINE):
-        assert heading.split("`")[0].strip()[:20] in index, heading
+        start = heading.split("`")[0].strip()[:20]
+        page = instructors if heading.startswith(book_pages.INSTRUCTOR_SECTIONS) else index
+        assert f">{start}" in page, heading
     for notebook in NOTEBOOKS:
         if notebook.parent.name != "solutions":
             assert f'href="{notebook.parent.name}/{notebook.stem}.html' in index, notebook.name
