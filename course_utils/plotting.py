@@ -45,18 +45,28 @@ __all__ = [
     "plot_attention",
     "plot_attention_grid",
     "plot_bleu_by_length",
-    "plot_bottleneck",
     "plot_decoding_step",
     "plot_encoder_decoder",
-    "plot_energies_and_weights",
     "plot_loss_curves",
     "plot_weights",
 ]
+
+_MOVED = {"plot_bottleneck", "plot_energies_and_weights"}  # notebook 1's, in intro_plots
+
+
+def __getattr__(name: str) -> Any:
+    """The old import path of notebook 1's plots (now :mod:`course_utils.intro_plots`)."""
+    if name in _MOVED:
+        from course_utils import intro_plots
+        return getattr(intro_plots, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 NOTEBOOK_WIDTH = 8.0  # inches: a notebook's output at the inline backend's 100 dpi
 MIN_FONTSIZE = 9.0  # points, at that width
 _MIN_CELL = 0.18  # inches per token: a 9-point label per row or (upright) per column
 _MAX_CELL = 0.42  # inches per token: room for a 10-point label side by side
+_STACKED_CELL = 0.3  # inches per token at most when maps stand one above the other
 _COLORBAR = 1.0  # inches the colour bar and its label take
 _SCALE = {1.0: "", 0.5: " (square-root scale)"}  # the colour bar says a scale that is not linear
 
@@ -255,8 +265,8 @@ def _grid_columns(wanted: int, lefts: list[float], shapes: list[tuple[int, int]]
             continue
         widths = [max(lefts[c::ncols]) + _MIN_CELL * max(s[1] for s in shapes[c::ncols])
                   for c in range(ncols)]
-        if sum(widths) + _COLORBAR <= NOTEBOOK_WIDTH:
-            return ncols
+        if sum(widths) + (_COLORBAR if ncols == n else 0.0) <= NOTEBOOK_WIDTH:
+            return ncols  # more than one row: the colour bar goes on top, taking no width
     return 1
 
 
@@ -291,7 +301,8 @@ def plot_attention_grid(
     """Heatmaps of several sentences, sharing one colour scale and one cell size.
 
     At most ``ncols`` side by side: fewer when the row would not fit a notebook's width, and
-    never a half-empty last row (three maps come out as one column, not two by two).
+    never a half-empty last row (three maps come out as one column, not two by two). The
+    colour bar stands beside a single row and above a grid of several rows.
 
     Args:
         items: Translations (from :mod:`course_utils.translation`) or
@@ -319,13 +330,15 @@ def plot_attention_grid(
     src_max = [max(s[1] for s in shapes[c::ncols]) for c in range(ncols)]
     tgt_max = [max(s[0] for s in shapes[r * ncols:(r + 1) * ncols]) for r in range(nrows)]
     left_max = [max(lefts[c::ncols]) for c in range(ncols)]
-    cell = min(_MAX_CELL, (NOTEBOOK_WIDTH - _COLORBAR - sum(left_max)) / sum(src_max))
+    side = _COLORBAR if nrows == 1 else 0.0  # a taller grid has its colour bar on top
+    largest = _MAX_CELL if ncols > 1 or nrows == 1 else _STACKED_CELL
+    cell = min(largest, (NOTEBOOK_WIDTH - side - sum(left_max)) / sum(src_max))
     step = _label_step(cell)
-    width = min(NOTEBOOK_WIDTH, sum(left_max) + cell * sum(src_max) + _COLORBAR)
+    width = min(NOTEBOOK_WIDTH, sum(left_max) + cell * sum(src_max) + side)
     bottom = max(m[1] for m in margins)
     title_lines = max(len(_wrap(t, 12, cell * shape[1] + 0.3).splitlines())
                       for t, shape in zip(titles or ["x"] * len(shapes), shapes))
-    height = sum(0.25 * title_lines + 0.3 + cell * t + bottom for t in tgt_max)
+    height = sum(0.25 * title_lines + 0.3 + cell * t + bottom for t in tgt_max) + (side == 0) * 0.9
     fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained",
                              squeeze=False, gridspec_kw={"width_ratios": src_max,
                                                          "height_ratios": tgt_max})
@@ -337,7 +350,9 @@ def plot_attention_grid(
                        title=_wrap(title, 12, cell * shapes[n][1] + 0.3),  # its map's width
                        highlight_cells=highlight_cells[n] if highlight_cells else ())
     mappable = plt.cm.ScalarMappable(PowerNorm(gamma, vmin=0.0, vmax=1.0), cmap=cmap)
-    fig.colorbar(mappable, ax=axes, shrink=min(0.6, 4.0 / height),
+    where = {"location": "right", "shrink": min(0.6, 4.0 / height)} if nrows == 1 else \
+        {"location": "top", "shrink": 0.6, "aspect": 30}  # on top: not in a tall grid's middle
+    fig.colorbar(mappable, ax=axes, **where,
                  label="attention weight α" + _SCALE.get(gamma, f" (colour ∝ α^{gamma:g})"))
     _equal_cells(fig, list(axes.flat), [(s[0], s[1]) for s in shapes])
     return fig
@@ -388,64 +403,6 @@ def plot_weights(
         ax.set_ylim(min(ylim[0], float(values.min()) * 1.15), top)
     ax.set_ylabel(ylabel)
     ax.set_title(_wrap(title, 12, fig.get_figwidth() - 0.2))
-    return fig
-
-
-def plot_energies_and_weights(
-    energies: ArrayLike, weights: ArrayLike, labels: Sequence[str], *, step: int | str = "i"
-) -> Figure:
-    """Notebook 1, section 4: one decoding step's energies beside its softmax weights, a bar
-    per encoder state, the winner highlighted in both. ``step`` is the ``i`` of the titles'
-    :math:`e_{ij}` and :math:`\\alpha_{ij}`."""
-    energies, weights = _as_numpy(energies), _as_numpy(weights)
-    if energies.shape != weights.shape:
-        raise ValueError(f"need one weight per energy; got energies of shape {energies.shape} "
-                         f"and weights of shape {weights.shape}")
-    fig, (left, right) = plt.subplots(1, 2, figsize=(NOTEBOOK_WIDTH, 3.2), layout="constrained")
-    # room below a negative bar for its printed value
-    plot_weights(energies, labels, ax=left, title=f"Energies $e_{{{step}j}}$", ylabel="energy",
-                 ylim=(min(0.0, 1.4 * float(energies.min())), 1.0))
-    plot_weights(weights, labels, ax=right, title=rf"Weights $\alpha_{{{step}j}}$")
-    _ticks_inside(left)
-    return fig
-
-
-def _ticks_inside(ax: Axes) -> None:
-    """Keep only the y ticks within the axes' limits (no label hangs, unseen, outside them)."""
-    low, high = ax.get_ylim()
-    ax.set_yticks([t for t in ax.get_yticks() if low <= t <= high])
-
-
-def plot_bottleneck(
-    recall: Sequence[ArrayLike], *, state_dim: int, word_dim: int, show_length: int = 20
-) -> Figure:
-    """Notebook 1, section 1: how much of a sequence one final state remembers.
-
-    ``recall[k]`` holds the :math:`R^2` of each word of sequences of length ``k + 1`` (one
-    value per position). Left: the mean against the length, under the ceiling that
-    ``state_dim`` numbers put on any linear read-out of ``word_dim * T`` numbers. Right: the
-    value per position for sequences of ``show_length`` words."""
-    values = [_as_numpy(r) for r in recall]  # values[T - 1]: (T,)
-    if [len(r) for r in values] != list(range(1, len(values) + 1)):
-        raise ValueError("recall[k] must hold one value per position of a sequence of k + 1 "
-                         f"words; got lengths {[len(r) for r in values][:5]} ...")
-    if not 1 <= show_length <= len(values):
-        raise ValueError(f"show_length must be between 1 and {len(values)}; got {show_length}")
-    lengths = np.arange(1, len(values) + 1)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(NOTEBOOK_WIDTH, 3.6), layout="constrained")
-    left.plot(lengths, [r.mean() for r in values], "o-", color=BLUE,
-              label=f"measured: random RNN, d = {state_dim}")
-    left.plot(lengths, np.minimum(1, state_dim / (word_dim * lengths)), "k--",
-              label=f"ceiling: d / ({word_dim}T)")
-    left.set(xlabel="sentence length T", ylabel="fraction recovered ($R^2$)",
-             title="What one final state remembers", ylim=(0, 1.05))
-    left.legend(loc="upper right", fontsize=MIN_FONTSIZE)  # over the flat tails
-    right.bar(np.arange(1, show_length + 1), values[show_length - 1], color=BLUE)
-    right.set(xlabel="word position j", ylabel="$R^2$ for word j", ylim=(0, 1.05),
-              title=f"T = {show_length}: which words survive",
-              xticks=sorted({1, *range(5, show_length + 1, 5)}))
-    for ax in (left, right):
-        _ticks_inside(ax)
     return fig
 
 

@@ -41,6 +41,7 @@ from course_utils.plotting import (
     plot_weights,
 )
 from course_utils.reversal import reversal_vocab
+from course_utils.score_plots import plot_bleu_gains
 from course_utils.translation_setup import plot_sentence_lengths
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -125,6 +126,7 @@ FIGURES = {
         result_plots.histories(), title="Training and validation loss, same budget"),
     "BLEU by length, notebook 4": lambda: plot_bleu_by_length(
         result_plots.comparison(), title="BLEU by source length (test_2016_flickr)"),
+    "BLEU gains, notebook 6": lambda: plot_bleu_gains(*result_plots.score_comparison()),
     "sentence lengths, notebook 4": lambda: plot_sentence_lengths(result_plots.length_data()),
     "accuracy by position, notebook 4": lambda: plot_accuracy_by_position(
         result_plots.position_accuracy(),
@@ -287,6 +289,36 @@ def test_three_maps_in_two_columns_become_one_column_not_two_by_two():
     assert len(tops) == 3  # three rows
     assert len(lefts) <= 3  # and no fourth, empty slot beside any of them
     plt.close(fig)
+
+
+def colour_bar(fig: Figure):
+    [bar] = [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+    return bar
+
+
+def test_a_grid_of_several_rows_has_its_colour_bar_on_top_and_a_single_row_beside_it():
+    # notebook 5's four patterns, asked for in two columns: the colour bar on top leaves the
+    # width to the maps, so they stand two by two (not one tall column with the bar halfway)
+    fig = grid([(16, 17), (14, 13), (9, 8), (10, 8)], ncols=2)
+    fig.canvas.draw()
+    maps, bar = heatmaps(fig), colour_bar(fig).get_window_extent()
+    assert len({round(ax.get_window_extent().y1, -1) for ax in maps}) == 2  # two rows of two
+    assert bar.width > bar.height and bar.y0 >= max(ax.get_window_extent().y1 for ax in maps)
+    plt.close(fig)
+    fig = grid([(8, 9), (9, 10)], ncols=2)  # one row: the bar stands upright at its right
+    fig.canvas.draw()
+    bar = colour_bar(fig).get_window_extent()
+    assert bar.height > bar.width and bar.x0 >= max(ax.get_window_extent().x1 for ax in heatmaps(fig))
+    plt.close(fig)
+
+
+def test_maps_stacked_in_one_column_get_smaller_cells_than_one_row():
+    stacked, row = grid([(9, 9), (13, 14), (18, 19)], ncols=1), grid([(9, 9)], ncols=1)
+    for fig in (stacked, row):
+        fig.canvas.draw()
+    cell = [heatmaps(f)[0].get_window_extent().width / 9 for f in (stacked, row)]
+    assert cell[0] <= 0.3 * stacked.dpi + 1 < cell[1]
+    plt.close("all")
 
 
 def dark_share(fig: Figure, weights: np.ndarray) -> float:

@@ -9,13 +9,14 @@ from matplotlib.colors import to_hex
 
 from course_utils.colours import BLUE, ORANGE
 from course_utils.exposure_bias import PositionAccuracy, plot_accuracy_by_position
-from course_utils.metrics import Interval, LengthComparison
+from course_utils.metrics import BleuComparison, Interval, LengthComparison
 from course_utils.plotting import (
     plot_bleu_by_length,
     plot_bottleneck,
     plot_energies_and_weights,
     plot_loss_curves,
 )
+from course_utils.score_plots import plot_bleu_gains
 from course_utils.training import History
 
 
@@ -164,3 +165,41 @@ def test_accuracy_by_position_draws_both_ways_over_positions_enough_references_r
     plt.close(fig)
     with pytest.raises(ValueError, match="lower min_sentences"):
         plot_accuracy_by_position(accuracy, min_sentences=5000)
+
+
+def score_comparison():
+    """Notebook 6, section 7: three scores, one epoch history each, the paired gains over
+    additive (the intervals of the BLEUs themselves overlap; those of the gains leave out 0)."""
+    epochs = [1, 2, 3]
+    histories = {"additive": History(epochs, [3.5, 2.8, 2.5], [3.1, 2.8, 2.66]),
+                 "general": History(epochs, [3.7, 3.0, 2.7], [3.3, 3.0, 2.85]),
+                 "dot": History(epochs, [3.6, 2.9, 2.6], [3.2, 2.9, 2.81])}
+    bleu = {"additive": Interval(10.8, 10.0, 11.7), "general": Interval(9.0, 8.2, 9.7),
+            "dot": Interval(9.9, 9.1, 10.7)}
+    gain = {"general": Interval(-1.9, -2.4, -1.3), "dot": Interval(-1.0, -1.5, -0.5)}
+    comparison = BleuComparison(("additive", "general", "dot"), "additive", 1000, bleu, gain,
+                                0.95, 1000)
+    return histories, comparison, {"additive": "C0", "general": "C2", "dot": "C1"}
+
+
+def test_bleu_gains_draw_each_paired_gain_with_its_interval_against_zero():
+    histories, comparison, colours = score_comparison()
+    fig = plot_bleu_gains(histories, comparison, colours)
+    losses, gains = fig.axes
+    assert [line.get_label() for line in losses.get_lines()] == ["additive", "general", "dot"]
+    assert [t.get_text() for t in gains.get_xticklabels()] == ["general", "dot"]
+    centres = [line for line in gains.get_lines()  # not the caps (markers "_")
+               if len(line.get_xdata()) == 1 and line.get_marker() != "_"]
+    assert [float(line.get_ydata()[0]) for line in centres] == [-1.9, -1.0]
+    assert [to_hex(line.get_color()) for line in centres] == [to_hex("C2"), to_hex("C1")]
+    bars = [c for c in gains.collections if c.get_segments()]
+    ends = sorted(tuple(sorted(np.asarray(seg)[:, 1])) for c in bars for seg in c.get_segments())
+    assert ends == [(-2.4, -1.3), (-1.5, -0.5)]
+    zero = [line for line in gains.get_lines() if list(line.get_ydata()) == [0, 0]]
+    assert zero and gains.get_ylim()[0] < -2.4 and gains.get_ylim()[1] > 0
+    assert "paired" in gains.get_title().lower() and "additive" in gains.get_ylabel()
+    plt.close(fig)
+    with pytest.raises(ValueError, match="two or more models"):
+        plot_bleu_gains(histories, BleuComparison(("additive",), "additive", 10,
+                                                  {"additive": comparison.bleu["additive"]}, {},
+                                                  0.95, 10), colours)

@@ -1,0 +1,75 @@
+"""Notebook 1's two result plots: what one final state remembers, and one decoding step's
+energies beside its weights. Moved from :mod:`course_utils.plotting`, which still exports them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from numpy.typing import ArrayLike
+
+from course_utils.colours import BLUE
+from course_utils.plotting import MIN_FONTSIZE, NOTEBOOK_WIDTH, _as_numpy, plot_weights
+
+__all__ = ["plot_bottleneck", "plot_energies_and_weights"]
+
+
+def plot_energies_and_weights(
+    energies: ArrayLike, weights: ArrayLike, labels: Sequence[str], *, step: int | str = "i"
+) -> Figure:
+    """Notebook 1, section 4: one decoding step's energies beside its softmax weights, a bar
+    per encoder state, the winner highlighted in both. ``step`` is the ``i`` of the titles'
+    :math:`e_{ij}` and :math:`\\alpha_{ij}`."""
+    energies, weights = _as_numpy(energies), _as_numpy(weights)
+    if energies.shape != weights.shape:
+        raise ValueError(f"need one weight per energy; got energies of shape {energies.shape} "
+                         f"and weights of shape {weights.shape}")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(NOTEBOOK_WIDTH, 3.2), layout="constrained")
+    # room below a negative bar for its printed value
+    plot_weights(energies, labels, ax=left, title=f"Energies $e_{{{step}j}}$", ylabel="energy",
+                 ylim=(min(0.0, 1.4 * float(energies.min())), 1.0))
+    plot_weights(weights, labels, ax=right, title=rf"Weights $\alpha_{{{step}j}}$")
+    _ticks_inside(left)
+    return fig
+
+
+def _ticks_inside(ax: Axes) -> None:
+    """Keep only the y ticks within the axes' limits (no label hangs, unseen, outside them)."""
+    low, high = ax.get_ylim()
+    ax.set_yticks([t for t in ax.get_yticks() if low <= t <= high])
+
+
+def plot_bottleneck(
+    recall: Sequence[ArrayLike], *, state_dim: int, word_dim: int, show_length: int = 20
+) -> Figure:
+    """Notebook 1, section 1: how much of a sequence one final state remembers.
+
+    ``recall[k]`` holds the :math:`R^2` of each word of sequences of length ``k + 1`` (one
+    value per position). Left: the mean against the length, under the ceiling that
+    ``state_dim`` numbers put on any linear read-out of ``word_dim * T`` numbers. Right: the
+    value per position for sequences of ``show_length`` words."""
+    values = [_as_numpy(r) for r in recall]  # values[T - 1]: (T,)
+    if [len(r) for r in values] != list(range(1, len(values) + 1)):
+        raise ValueError("recall[k] must hold one value per position of a sequence of k + 1 "
+                         f"words; got lengths {[len(r) for r in values][:5]} ...")
+    if not 1 <= show_length <= len(values):
+        raise ValueError(f"show_length must be between 1 and {len(values)}; got {show_length}")
+    lengths = np.arange(1, len(values) + 1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(NOTEBOOK_WIDTH, 3.6), layout="constrained")
+    left.plot(lengths, [r.mean() for r in values], "o-", color=BLUE,
+              label=f"measured: random RNN, d = {state_dim}")
+    left.plot(lengths, np.minimum(1, state_dim / (word_dim * lengths)), "k--",
+              label=f"ceiling: d / ({word_dim}T)")
+    left.set(xlabel="sentence length T", ylabel="fraction recovered ($R^2$)",
+             title="What one final state remembers", ylim=(0, 1.05))
+    left.legend(loc="upper right", fontsize=MIN_FONTSIZE)  # over the flat tails
+    right.bar(np.arange(1, show_length + 1), values[show_length - 1], color=BLUE)
+    right.set(xlabel="word position j", ylabel="$R^2$ for word j", ylim=(0, 1.05),
+              title=f"T = {show_length}: which words survive",
+              xticks=sorted({1, *range(5, show_length + 1, 5)}))
+    for ax in (left, right):
+        _ticks_inside(ax)
+    return fig
