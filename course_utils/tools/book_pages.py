@@ -110,6 +110,10 @@ COURSE_CSS = """\
 }
 .bd-article .cell_output pre { --cover: var(--pst-color-surface); }
 html[data-theme="dark"] .bd-article div.math { --shade: rgba(255, 255, 255, .35); }
+/* the theme lays the equation out in a flex row (reversed, its number first): a wide one
+   overflowed to the left, out of reach of the scroll bar: a plain row, the number last */
+.bd-article div.math { flex-direction: row; justify-content: safe center; }
+.bd-article div.math > .eqno { order: 1; }
 .bd-article div.math mjx-container[display="true"] {
   overflow: visible !important; min-width: min-content;
 }
