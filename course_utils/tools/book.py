@@ -3,8 +3,10 @@
 Built with Sphinx, MyST-NB and the Sphinx Book Theme (the tools Jupyter Book 1 is made of)
 from the committed notebooks, whose saved outputs are shown as they are: nothing is
 re-executed, so the site takes seconds and shows the figures of the real runs. The landing
-page is generated from ``README.md`` on every build (its links to notebooks become links to
-their pages), followed by the lecture notebooks, the exercises (student versions), the worked
+page is generated from ``README.md``'s student sections on every build, its instructors'
+sections going on a page of their own (:mod:`course_utils.tools.book_pages`, which also holds
+the site's stylesheet and accessibility repairs; links to notebooks become links to their
+pages), followed by the lecture notebooks, the exercises (student versions), the worked
 solutions (a section an instructor can leave out; their written answers in boxes rather than
 between marker lines) and the measurements in ``docs/``. Under each notebook with saved
 outputs, one line says what built them (its ``course.built_with`` record: the PyTorch and the
@@ -162,7 +164,7 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
     title_match = re.search(r"^# (.+)$", readme, re.MULTILINE)
     title = title_match.group(1).strip() if title_match else "The course"
     pages: list[str] = [INSTRUCTORS_PAGE]
-    toctrees = _toctree("For instructors", [INSTRUCTORS_PAGE.removesuffix(".md")])
+    toctrees = ""
     for section in SECTIONS:
         if section.for_instructors and not solutions:
             continue
@@ -178,6 +180,7 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
                 shutil.copy2(path, src / section.folder / path.name)
             pages.append(f"{section.folder}/{path.name}")
         toctrees += _toctree(section.caption, [f"{section.folder}/{p.stem}" for p in files])
+    toctrees += _toctree("For instructors", [INSTRUCTORS_PAGE.removesuffix(".md")])
     if not any(p.endswith(".ipynb") for p in pages):
         raise BookError(f"no notebooks found in {course}: is this the course folder?")
     landing, instructors = split_readme(readme)
