@@ -240,7 +240,7 @@ COMMANDS = {
              "Options after 'test' go to pytest, e.g. -k attention, -x or a test file (all of "
              "them: .venv/bin/python -m pytest --help, once the environment exists). Sets "
              "COURSE_QUICK=1 unless it is set. Installs the course's 'test' extra (pytest, "
-             "nbval, ruff, mypy, selenium, axe-selenium-python) and, where it can, its 'book' "
+             "nbval, ruff, mypy, selenium) and, where it can, its 'book' "
              "extra. Only in the course's repository: a student handout has no tests/."),
     "setup": ("only create or update the environment, e.g. while online before a class "
               "without internet", "Takes no options."),

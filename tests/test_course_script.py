@@ -178,7 +178,7 @@ def test_the_test_tools_are_an_extra_not_a_dependency():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     names = {dep.split(">")[0].split("=")[0].strip() for dep in project["dependencies"]}
-    tools = {"pytest", "nbval", "ruff", "mypy", "selenium", "axe-selenium-python", "sphinx"}
+    tools = {"pytest", "nbval", "ruff", "mypy", "selenium", "sphinx"}
     assert not names & tools, f"students would install {sorted(names & tools)}"
     extras = {dep.split(">")[0].strip() for dep in project["optional-dependencies"]["test"]}
     assert tools - {"sphinx"} <= extras
