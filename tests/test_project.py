@@ -82,6 +82,16 @@ def test_no_torchtext_and_no_spacy_models():
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_test_markers_are_cell_tags_not_lines_students_read(path):
+    """nbval's markers live in cell tags (``nbval-check-output``), where a student does not
+    read them, not as a ``# NBVAL_...`` comment heading the cell."""
+    notebook = nbformat.read(path, as_version=4)
+    marked = [i for i, c in enumerate(notebook.cells)
+              if c.cell_type == "code" and "NBVAL_" in c.source]
+    assert not marked, f"cells {marked} carry an nbval comment: use the cell's tags"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_notebook_uses_the_course_kernel(path):
     assert nbformat.read(path, as_version=4).metadata.kernelspec.name == KERNEL_NAME
 
