@@ -12,7 +12,8 @@ from matplotlib.figure import Figure
 from numpy.typing import ArrayLike
 
 from course_utils.colours import BLUE
-from course_utils.plotting import MIN_FONTSIZE, NOTEBOOK_WIDTH, _as_numpy, plot_weights
+from course_utils.plotting import MIN_FONTSIZE, NOTEBOOK_WIDTH, plot_weights
+from course_utils.tensors import to_numpy
 
 __all__ = ["plot_bottleneck", "plot_energies_and_weights"]
 
@@ -23,7 +24,7 @@ def plot_energies_and_weights(
     """Notebook 1, section 4: one decoding step's energies beside its softmax weights, a bar
     per encoder state, the winner highlighted in both. ``step`` is the ``i`` of the titles'
     :math:`e_{ij}` and :math:`\\alpha_{ij}`."""
-    energies, weights = _as_numpy(energies), _as_numpy(weights)
+    energies, weights = to_numpy(energies).astype(float), to_numpy(weights).astype(float)
     if energies.shape != weights.shape:
         raise ValueError(f"need one weight per energy; got energies of shape {energies.shape} "
                          f"and weights of shape {weights.shape}")
@@ -51,7 +52,7 @@ def plot_bottleneck(
     value per position). Left: the mean against the length, under the ceiling that
     ``state_dim`` numbers put on any linear read-out of ``word_dim * T`` numbers. Right: the
     value per position for sequences of ``show_length`` words."""
-    values = [_as_numpy(r) for r in recall]  # values[T - 1]: (T,)
+    values = [to_numpy(r).astype(float) for r in recall]  # values[T - 1]: (T,)
     if [len(r) for r in values] != list(range(1, len(values) + 1)):
         raise ValueError("recall[k] must hold one value per position of a sequence of k + 1 "
                          f"words; got lengths {[len(r) for r in values][:5]} ...")

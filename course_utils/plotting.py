@@ -51,17 +51,6 @@ __all__ = [
     "plot_weights",
 ]
 
-_MOVED = {"plot_bottleneck", "plot_energies_and_weights"}  # notebook 1's, in intro_plots
-
-
-def __getattr__(name: str) -> Any:
-    """The old import path of notebook 1's plots (now :mod:`course_utils.intro_plots`)."""
-    if name in _MOVED:
-        from course_utils import intro_plots
-        return getattr(intro_plots, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 NOTEBOOK_WIDTH = 8.0  # inches: a notebook's output at the inline backend's 100 dpi
 MIN_FONTSIZE = 9.0  # points, at that width
 _MIN_CELL = 0.18  # inches per token: a 9-point label per row or (upright) per column

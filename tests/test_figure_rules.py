@@ -27,16 +27,15 @@ from course_utils import reversal_views as views
 from course_utils.attention_cost import CostGrid, plot_attention_cost, show_padding_masks
 from course_utils.diagrams import plot_attention_shapes
 from course_utils.exposure_bias import plot_accuracy_by_position
+from course_utils.intro_plots import plot_bottleneck, plot_energies_and_weights
 from course_utils.plotting import (
     MIN_FONTSIZE,
     NOTEBOOK_WIDTH,
     plot_attention,
     plot_attention_grid,
     plot_bleu_by_length,
-    plot_bottleneck,
     plot_decoding_step,
     plot_encoder_decoder,
-    plot_energies_and_weights,
     plot_loss_curves,
     plot_weights,
 )

@@ -9,11 +9,10 @@ from matplotlib.colors import to_hex
 
 from course_utils.colours import BLUE, ORANGE
 from course_utils.exposure_bias import PositionAccuracy, plot_accuracy_by_position
+from course_utils.intro_plots import plot_bottleneck, plot_energies_and_weights
 from course_utils.metrics import BleuComparison, Interval, LengthComparison
 from course_utils.plotting import (
     plot_bleu_by_length,
-    plot_bottleneck,
-    plot_energies_and_weights,
     plot_loss_curves,
 )
 from course_utils.score_plots import plot_bleu_gains
