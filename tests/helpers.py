@@ -12,7 +12,7 @@ def notebook_functions(path: Path) -> dict:
     """Execute the code cells of ``path`` that define functions or classes; return their
     namespace."""
     namespace: dict = {}
-    exec("import numpy as np\nimport sacrebleu\nimport matplotlib.pyplot as plt\nimport torch\n"
+    exec("import re\nimport numpy as np\nimport sacrebleu\nimport matplotlib.pyplot as plt\nimport torch\n"
          "from course_utils.models import VanillaDecoder\nimport math\nfrom torch import nn\n"
          "from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder\n"
          "from course_utils.attention import Attention", namespace)
