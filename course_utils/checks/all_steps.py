@@ -18,11 +18,9 @@ computation, not a timing, so it is the same on a busy machine.
 from __future__ import annotations
 
 import os
-import sys
 import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import numpy as np
 import torch
@@ -56,19 +54,8 @@ def _code_entered() -> Iterator[dict[int, types.CodeType]]:
     """The code objects of the Python functions entered inside the block (the previous
     profiler, :func:`~course_utils.checks.own_work.watch_calls`'s, keeps running)."""
     codes: dict[int, types.CodeType] = {}
-    previous: Any = sys.getprofile()
-
-    def profile(frame: types.FrameType, event: str, arg: object) -> None:
-        if event == "call":
-            codes.setdefault(id(frame.f_code), frame.f_code)
-        if previous is not None:
-            previous(frame, event, arg)
-
-    sys.setprofile(profile)
-    try:
+    with own_work.on_calls(lambda code: codes.setdefault(id(code), code)):
         yield codes
-    finally:
-        sys.setprofile(previous)
 
 
 def _outside_cells(codes: dict[int, types.CodeType]) -> str | None:

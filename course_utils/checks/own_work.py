@@ -37,7 +37,7 @@ from contextvars import ContextVar
 from typing import Any
 
 __all__ = ["cell_digest", "copied_from", "library_methods", "module_files", "notebook_cells",
-           "not_written_in_cells", "references_to", "watch_calls"]
+           "not_written_in_cells", "on_calls", "references_to", "watch_calls"]
 
 #: How deep :func:`references_to` follows helper functions that call helper functions.
 _MAX_DEPTH = 8
@@ -215,25 +215,38 @@ def library_methods(cls: type, package: str = "course_utils") -> list[str]:
 
 
 @contextmanager
-def watch_calls(files: Mapping[str, str]) -> Iterator[list[str]]:
-    """Record the dotted names (``course_utils.attention.softmax``) of the Python functions
-    entered inside the ``with`` block whose code lives in ``files`` (file -> module name, as
-    :func:`module_files` gives). The previous profiler (if any) keeps running and is put back
-    afterwards, however the block ends."""
-    entered: list[str] = []
-    previous: Any = sys.getprofile()  # whoever profiles already (a profiler, a debugger)
+def on_calls(record: Callable[[types.CodeType], object]) -> Iterator[None]:
+    """Call ``record`` with the code object of every Python function entered inside the
+    ``with`` block. The previous profiler (if any: a profiler, a debugger, an outer
+    ``on_calls``) keeps running and is put back afterwards, however the block ends."""
+    previous: Any = sys.getprofile()
 
     def profile(frame: types.FrameType, event: str, arg: object) -> None:
-        if event == "call" and frame.f_code.co_filename in files:
-            entered.append(f"{files[frame.f_code.co_filename]}.{frame.f_code.co_qualname}")
+        if event == "call":
+            record(frame.f_code)
         if previous is not None:
             previous(frame, event, arg)
 
     sys.setprofile(profile)
     try:
-        yield entered
+        yield
     finally:
         sys.setprofile(previous)
+
+
+@contextmanager
+def watch_calls(files: Mapping[str, str]) -> Iterator[list[str]]:
+    """Record the dotted names (``course_utils.attention.softmax``) of the Python functions
+    entered inside the ``with`` block whose code lives in ``files`` (file -> module name, as
+    :func:`module_files` gives), through :func:`on_calls`."""
+    entered: list[str] = []
+
+    def record(code: types.CodeType) -> None:
+        if code.co_filename in files:
+            entered.append(f"{files[code.co_filename]}.{code.co_qualname}")
+
+    with on_calls(record):
+        yield entered
 
 
 # ------------------------------------------------- written in a cell of this very notebook
