@@ -327,3 +327,40 @@ def test_probe_sentences_are_a_dict_of_sentences_or_nothing_with_a_reason(capsys
                         ({"compound": ["a dog runs .", 3]}, "got list")]:
         assert checks.probe_sentences(lambda wrong=wrong: wrong) == {}
         assert says in capsys.readouterr().out
+
+
+def test_without_the_graders_answers_the_known_matrices_still_check_and_name_mistakes(
+        monkeypatch):
+    """A handout has no checks/hidden_e10_3.py: its checks run the known matrices (answers
+    written by hand), name the usual mistakes there and say that the grader adds random ones.
+    A function that only recites the known answers passes there, and fails once graded."""
+    solution = notebook_functions(SOLUTION)
+
+    def recited(weights):  # knows the seven answers by heart, nothing else
+        for name, known in checks.MATRICES.items():
+            if known.shape == np.shape(weights) and np.allclose(known, weights):
+                return np.array(checks.FERTILITY[name])
+        return np.zeros(np.shape(weights)[1])
+
+    graded = checks.check_fertility(recited)
+    assert not graded.passed and "random" in graded.message
+    monkeypatch.setattr(checks, "HIDDEN", None)
+    for check in checks.EXERCISE.checks.values():
+        result = check(solution[check.target])
+        assert result.passed and "7 known matrices" in result.message, result
+    assert checks.check_fertility(recited).passed
+    mean = checks.check_fertility(lambda w: np.asarray(w).sum(0) / len(w))
+    assert not mean.passed and "divided by the number of output steps" in mean.message
+    signs = checks.check_jump_distribution(
+        lambda w: {-k: v for k, v in solution["jump_distribution"](w).items()})
+    assert not signs.passed and "signs are flipped" in signs.message
+    unsigned = checks.check_jump_distribution(
+        lambda w: _unsigned_shares(solution["jump_distribution"](w)))
+    assert not unsigned.passed and "keep the sign" in unsigned.message
+
+
+def _unsigned_shares(shares):
+    out = {}
+    for jump, share in shares.items():
+        out[abs(jump)] = out.get(abs(jump), 0.0) + share
+    return out

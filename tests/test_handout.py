@@ -28,6 +28,7 @@ from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.exercises import render_exercise
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
+HIDDEN = sorted((ROOT / "course_utils").rglob(handout.HIDDEN))  # the grader's answers
 CACHES = ("__pycache__", ".ipynb_checkpoints")
 SAMPLE = ROOT / "tests" / "data" / "multi30k-sample"
 FULL = os.environ.get("MULTI30K_DIR")
@@ -77,8 +78,40 @@ def test_the_handout_holds_what_students_need_and_nothing_else(made):
     assert files_under(made / "notebooks") == {
         p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")} | {
         "matplotlibrc": (ROOT / "notebooks" / "matplotlibrc").read_bytes()}
-    assert files_under(made / "course_utils") == files_under(ROOT / "course_utils")
+    # the package whole, but for the grader's answers (checks/hidden_*.py)
+    hidden = {str(p.relative_to(ROOT / "course_utils")) for p in HIDDEN}
+    assert hidden and files_under(made / "course_utils") == {
+        name: data for name, data in files_under(ROOT / "course_utils").items()
+        if name not in hidden}
     assert os.access(made / "postBuild", os.X_OK)
+
+
+def test_a_handouts_checks_run_the_known_examples_without_the_graders_answers(made):
+    """E10.3's checks in a handout: the worked measures pass on the known matrices, a usual
+    mistake is named, and the message says that the grader adds random matrices."""
+    measures = "\n\n".join(
+        cell.source for cell in nbformat.read(ROOT / "solutions" / "E10.3-reading-attention-heatmaps.ipynb",
+                               as_version=4).cells
+        if cell.cell_type == "code" and cell.source.lstrip().startswith(("def fertility",
+                                                                           "def jump_dist",
+                                                                           "def punctuation")))
+    script = textwrap.dedent(f"""
+        import re, string, sys
+        sys.path.insert(0, {str(made)!r})
+        import numpy as np
+        from course_utils.checks import e10_3
+        assert e10_3.HIDDEN is None and e10_3.__file__.startswith({str(made)!r})
+        exec({measures!r})
+        for check in (e10_3.check_fertility, e10_3.check_jump_distribution,
+                      e10_3.check_punctuation_mass):
+            print(check(globals()[check.target]).message)
+        print(e10_3.check_fertility(lambda w: np.asarray(w).sum(0) / len(w)).message)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=made, check=True).stdout.splitlines()
+    assert len(out) == 4 and all("7 known matrices" in line and "random matrices" in line
+                                 for line in out[:3]), out
+    assert "divided by the number of output steps" in out[3]
 
 
 def test_the_exercises_are_exactly_the_generated_ones_without_outputs(made):
@@ -95,7 +128,8 @@ def test_the_exercises_are_exactly_the_generated_ones_without_outputs(made):
 def test_no_file_holds_a_line_of_a_worked_solution(made):
     needles = handout.solution_text(ROOT)
     # every solution and every written answer is searched for, not only some
-    assert {where.split(",")[0] for where in needles.values()} == {p.name for p in SOLUTIONS}
+    assert {where.split(",")[0] for where in needles.values()} == {p.name for p in SOLUTIONS} | {
+        p.relative_to(ROOT).as_posix() for p in HIDDEN}
     for notebook, answer in written_answers():
         lines = [line.strip() for line in answer.splitlines()
                  if len(line.strip()) >= handout.MIN_CHARS]

@@ -12,10 +12,12 @@ mistake without printing the answer:
 - ``punctuation_mass(weights, source_tokens)``: per output step, the weight left on source
   tokens that are punctuation.
 
-The expected values are computed here another way than a student would write them (matrix
-products and ``np.unique`` rather than sums and loops) or are constants for the known matrices.
-A function that calls or imports :mod:`course_utils.alignment`, directly or through a helper,
-earns nothing: the exercise is to write the measures.
+The answers for the known matrices are constants, written by hand. The answers for the random
+matrices come from :mod:`course_utils.checks.hidden_e10_3`, which the student handout leaves
+out: in a handout the checks run the known matrices only (and say that the grader adds random
+ones), so that no copy of the answers ships with the exercise. A function that calls or imports
+:mod:`course_utils.alignment` or that module, directly or through a helper, earns nothing: the
+exercise is to write the measures.
 
 The written answers (what each measure finds in the student's own model on the 2017 test set,
 the student's own probe sentences, and that model against notebook 4's) are graded by hand.
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 
@@ -36,13 +39,28 @@ from course_utils.checks.framework import Exercise
 from course_utils.checks.hints import raise_named
 from course_utils.checks.probes import fresh_seed
 
+HIDDEN: ModuleType | None
+try:  # the grader's answers for random matrices; a student handout has no such module
+    from course_utils.checks import hidden_e10_3 as HIDDEN
+except ImportError:
+    HIDDEN = None
+
+
+def _graders() -> ModuleType:
+    """The grader's answers. Only the random matrices ask for them, and those are drawn only
+    where the answers are."""
+    if HIDDEN is None:
+        raise RuntimeError("this copy of the course has no course_utils/checks/hidden_e10_3.py")
+    return HIDDEN
+
 __all__ = ["EXERCISE", "MATRICES", "REFERENCE", "check_fertility", "check_jump_distribution",
            "check_punctuation_mass", "probe_sentences", "ready"]
 
 EXERCISE = Exercise("E10.3", "Reading attention heatmaps")
 
-#: The library module of notebook 5's alignment measures; a function that uses it scores 0.
-REFERENCE = ("course_utils.alignment",)
+#: The library module of notebook 5's alignment measures, and the grader's answers (where this
+#: copy of the course has them): a function that uses either scores 0.
+REFERENCE = ("course_utils.alignment",) + (("course_utils.checks.hidden_e10_3",) if HIDDEN else ())
 
 
 def _rows(*rows) -> np.ndarray:
@@ -126,8 +144,17 @@ def _random_cases(seed: int = 7) -> dict[str, tuple[np.ndarray, list[str]]]:
 
 
 def _cases() -> dict[str, tuple[np.ndarray, list[str]]]:
+    """The known matrices, then (where the grader's answers are) three random ones."""
     known = {name: (weights, TOKENS[name]) for name, weights in MATRICES.items()}
-    return {**known, **_random_cases()}
+    return {**known, **(_random_cases() if HIDDEN else {})}
+
+
+def _passed(what: str) -> str:
+    """The message of a passed check; in a handout, it says what the grader adds."""
+    if HIDDEN:
+        return f"correct: {what}"
+    return (f"correct on the {len(MATRICES)} known matrices: {what} (when graded, it also "
+            "runs on random matrices drawn afresh)")
 
 
 def _call(fn: Callable, weights: np.ndarray, *args, name: str = "test"):
@@ -172,7 +199,8 @@ def check_fertility(fertility: Callable) -> str:
         tgt_len, src_len = weights.shape
         got = _vector(_call(fertility, weights, name=name), "per source word", name, weights,
                       src_len)
-        expected = np.einsum("ts->s", weights)  # a column's total
+        expected = (np.array(FERTILITY[name]) if name in FERTILITY
+                    else _graders().fertility(weights))
         if _close(got, expected):
             continue
         winners = np.eye(src_len)[weights.argmax(axis=1)]  # one-hot rows of the arg max
@@ -184,7 +212,7 @@ def check_fertility(fertility: Callable) -> str:
         ], _close)
         wrong = np.flatnonzero(~np.isclose(got, expected, atol=1e-6)).tolist()
         raise CheckFailed(f"wrong fertility for source positions {wrong} of the {name} matrix")
-    return "correct: each source word's total attention, summed over the output steps"
+    return _passed("each source word's total attention, summed over the output steps")
 
 
 # ------------------------------------------------------------------------------ jumps
@@ -213,9 +241,12 @@ def _same(a: dict[int, float], b: dict[int, float]) -> bool:
         bool(a) == bool(b))
 
 
-def _histogram(moves: np.ndarray) -> dict[int, float]:
-    values, counts = np.unique(moves, return_counts=True)
-    return {int(v): c / counts.sum() for v, c in zip(values, counts)}
+def _unsigned(shares: dict[int, float]) -> dict[int, float]:
+    """The shares of jump sizes, the sign dropped (a known mistake)."""
+    out: dict[int, float] = {}
+    for jump, share in shares.items():
+        out[abs(jump)] = out.get(abs(jump), 0.0) + share
+    return out
 
 
 @EXERCISE.check("jump_distribution", points=4, target="jump_distribution", own_work=REFERENCE)
@@ -224,32 +255,33 @@ def check_jump_distribution(jump_distribution: Callable) -> str:
     cases["empty (no output steps)"] = np.zeros((0, 4))
     for name, weights in cases.items():
         got = _shares(_call(jump_distribution, weights, name=name), name)
-        moves = (np.convolve(weights.argmax(axis=1), [1, -1], mode="valid")
-                 if len(weights) > 1 else np.zeros(0, int))  # a[i + 1] - a[i]
-        expected = _histogram(moves) if len(moves) else {}
+        expected = (JUMPS[name] if name in JUMPS
+                    else {} if len(weights) < 2 else _graders().jump_shares(weights))
         if _same(got, expected):
             continue
-        if not len(moves):
+        jumps = max(len(weights) - 1, 0)
+        if not jumps:
             steps = "a single output step" if len(weights) else "no output step at all"
             raise CheckFailed(f"with {steps} ({name} matrix) there is no jump: return an "
                               f"empty dict; you returned {got}")
-        counts = {k: v * len(moves) for k, v in expected.items()}
+        counts = {k: v * jumps for k, v in expected.items()}
         if _same(got, counts):
             raise CheckFailed("those are counts of each jump: divide by the number of jumps, "
                               "so that the shares add up to 1", points=2)
         if _same(got, {-k: v for k, v in expected.items()}):
             raise CheckFailed("the signs are flipped: a jump is a[i + 1] - a[i], positive when "
                               "the next step reads further right in the source")
-        if _same(got, _histogram(np.abs(moves))):
+        if _same(got, _unsigned(expected)):
             raise CheckFailed("keep the sign: a jump back (to the left) is negative, and that is "
                               "what shows a reordering")
         if _same(got, {k: v / (1 - expected.get(0, 0.0)) for k, v in expected.items() if k}):
             raise CheckFailed("staying on the same source word is a jump of 0, and it counts")
-        if weights.shape[1] > 1 and _same(got, _histogram(np.diff(weights.argmax(axis=0)))):
+        if HIDDEN and weights.shape[1] > 1 and _same(
+                got, _graders().shares(np.diff(weights.argmax(axis=0)))):
             raise CheckFailed("those positions are the arg max of each column; the aligned "
                               "position of a step is the arg max of its row (axis 1)")
         raise CheckFailed(f"wrong shares on the {name} matrix")
-    return "correct: the share of each jump between consecutive steps' aligned positions"
+    return _passed("the share of each jump between consecutive steps' aligned positions")
 
 
 # ------------------------------------------------------------------------------ punctuation
@@ -261,29 +293,44 @@ def check_punctuation_mass(punctuation_mass: Callable) -> str:
         tgt_len = weights.shape[0]
         got = _vector(_call(punctuation_mass, weights, list(tokens), name=name),
                       "per output step", name, weights, tgt_len)
-        marks = np.array([set(token) <= set(string.punctuation) for token in tokens], float)
-        expected = weights @ marks
+        expected = (np.array(PUNCTUATION_MASS[name]) if name in PUNCTUATION_MASS
+                    else _graders().punctuation_mass(weights, list(tokens)))
         if _close(got, expected):
             continue
-        hyphens = np.array([any(ch in string.punctuation for ch in token) for token in tokens],
-                           float)
-        stops = np.array([token == "." for token in tokens], float)
-        raise_named(got, [
-            (weights @ hyphens if np.any(hyphens != marks) else None,
-             "a word with a hyphen or an apostrophe (t-shirt, 's) is a word: a token is "
-             "punctuation only when every character of it is"),
-            (weights @ stops if np.any(stops) and np.any(stops != marks) else None,
-             "you count only the full stop: commas, quotes and the other marks are punctuation "
-             "too (string.punctuation lists them)"),
-            (1 - expected, "that is the weight on the words; we want what is left on "
-                           "punctuation"),
-            (np.full(tgt_len, marks.mean()), "that is the share of punctuation tokens; add up "
-                                             "each step's weights on them"),
-        ], _close)
+        raise_named(got, [*_punctuation_mistakes(weights, tokens),
+                          (1 - expected, "that is the weight on the words; we want what is "
+                                         "left on punctuation")], _close)
         raise CheckFailed(f"wrong mass for output steps "
                           f"{np.flatnonzero(~np.isclose(got, expected, atol=1e-6)).tolist()} "
                           f"of the {name} matrix (its tokens: {' '.join(tokens)})")
-    return "correct: each step's weight on the source punctuation"
+    return _passed("each step's weight on the source punctuation")
+
+
+def _punctuation_mistakes(weights: np.ndarray, tokens: list[str]) -> list:
+    """(result, hint) for the known mistakes of marking punctuation: a mark inside a word
+    (t-shirt), only the full stop, and the share of punctuation tokens instead of the weight
+    on them. Each wrong result is the right one computed from a wrong set of marks, so it is
+    built from the grader's answer, where this copy of the course has it."""
+    if not HIDDEN:
+        return []
+    inside = [t if any(ch in string.punctuation for ch in t) else "w" for t in tokens]
+    inside = ["." if t != "w" else t for t in inside]
+    stops = ["." if t == "." else "w" for t in tokens]
+    marks = _graders().punctuation_mass(np.eye(len(tokens)), list(tokens))
+    tgt_len = weights.shape[0]
+    right = _graders().punctuation_mass(weights, list(tokens))
+    with_inside = _graders().punctuation_mass(weights, inside)
+    only_stops = _graders().punctuation_mass(weights, stops)
+    return [
+        (with_inside if not _close(with_inside, right) else None,
+         "a word with a hyphen or an apostrophe (t-shirt, 's) is a word: a token is "
+         "punctuation only when every character of it is"),
+        (only_stops if "." in tokens and not _close(only_stops, right) else None,
+         "you count only the full stop: commas, quotes and the other marks are punctuation "
+         "too (string.punctuation lists them)"),
+        (np.full(tgt_len, marks.mean()), "that is the share of punctuation tokens; add up "
+                                         "each step's weights on them"),
+    ]
 
 
 EXERCISE.manual_question(

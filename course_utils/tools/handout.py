@@ -32,6 +32,7 @@ Command line (installed as ``course-handout``)::
 from __future__ import annotations
 
 import argparse
+import ast
 import html
 import json
 import os
@@ -77,8 +78,11 @@ ELSEWHERE = "the course repository's "
 #: The course's folders a handout is made from (OUT may not be inside one of them).
 COPIED = ("notebooks", "exercises", "course_utils", "solutions")
 #: Never copied from ``notebooks/`` or ``course_utils/``: runs, checkpoints, caches.
+#: Nor the grader's answers (``course_utils/checks/hidden_*.py``): a handout's checks run the
+#: examples whose answers are written out, and the grader, run from the course, adds the rest.
+HIDDEN = "hidden_*.py"
 LEFT_OUT = shutil.ignore_patterns("runs", "checkpoints", "*.pt", "*.gz", "__pycache__",
-                                  "*.py[cod]", ".ipynb_checkpoints", "*.egg-info")
+                                  "*.py[cod]", ".ipynb_checkpoints", "*.egg-info", HIDDEN)
 #: Solution lines shorter than this (``return fig``, ``continue``) are not searched for.
 MIN_CHARS = 20
 DEFAULT_HAND_IN = (
@@ -108,10 +112,13 @@ def solution_text(course: Path = COURSE) -> dict[str, str]:
     ``solutions/*.ipynb``: the code (also without its trailing comment) and the written
     answers. Code lines that the course shows students anyway are left out: those of the lecture
     notebooks and of the ``course_utils`` package, which holds the reference versions the checks
-    compare with (calling them scores 0), so they are no secret.
+    compare with (calling them scores 0), so they are no secret. The grader's answers
+    (``course_utils/checks/hidden_*.py``, never copied) are searched for too, line by line.
     """
+    sources = sorted((course / "course_utils").rglob("*.py"))
+    hidden = [path for path in sources if path.match(HIDDEN)]
     public = "\n".join(path.read_text(encoding="utf-8")
-                       for path in sorted((course / "course_utils").rglob("*.py")))
+                       for path in sources if path not in hidden)
     for path in sorted((course / "notebooks").glob("*.ipynb")):
         cells = nbformat.read(path, as_version=4).cells
         public += "\n" + "\n".join(cell.source for cell in cells if cell.cell_type == "code")
@@ -132,7 +139,28 @@ def solution_text(course: Path = COURSE) -> dict[str, str]:
                     if len(text) >= MIN_CHARS and not (cell.cell_type == "code"
                                                        and text in public):
                         needles.setdefault(text, f"{path.name}, cell {index}")
+    for path in hidden:
+        for number, text in _function_lines(path):
+            if len(text) >= MIN_CHARS and text not in public:
+                needles.setdefault(text, f"{path.relative_to(course).as_posix()}, line {number}")
     return needles
+
+
+def _function_lines(path: Path) -> list[tuple[int, str]]:
+    """(line number, code) of each line in the bodies of a module's functions, docstrings and
+    comments left out."""
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            for statement in body:
+                for number in range(statement.lineno, (statement.end_lineno or 0) + 1):
+                    text = re.split(r"\s#", lines[number - 1])[0].strip()
+                    if text and not text.startswith("#"):
+                        found.append((number, text))
+    return found
 
 
 def _searchable(path: Path) -> str:
