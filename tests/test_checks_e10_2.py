@@ -408,3 +408,48 @@ def test_charts_handed_to_the_librarys_plotting_score_zero():
 
     result = checks.check_plot_bleu(plot_bleu_by_length)
     assert result.points == 0 and "course_utils.plotting" in result.message, result.message
+
+
+def test_without_the_graders_answers_the_fixed_cases_still_check_and_name_mistakes(
+        monkeypatch):
+    """A handout has no checks/hidden_e10_2.py: its checks run the fixed cases (answers
+    stored as constants), name the usual mistakes there and say that the grader adds fresh
+    cases. A function that only recites the stored answers fails once graded."""
+    from course_utils.checks import bleu_by_length, decoders, word_errors
+
+    solution = functions(SOLUTION)
+
+    def recited(hyps, refs, lengths):  # knows the fixed case's answer by heart, nothing else
+        return dict(bleu_by_length.KNOWN) if len(lengths) == 10 else {
+            "< 10": 50.0, "10-20": None, "> 20": None}
+
+    assert checks.check_bleu_by_bucket(recited).passed  # the fixed case, in a notebook
+    assert judged_by_grader(checks.check_bleu_by_bucket, recited, seed=7).points == 0
+    for module in (bleu_by_length, decoders, word_errors):
+        monkeypatch.setattr(module, "HIDDEN", None)
+    for check in checks.EXERCISE.checks.values():
+        result = check(solution[check.target])
+        assert result.passed, result
+    for name in ("bleu_by_bucket", "word_differences"):
+        result = checks.EXERCISE.checks[name](solution[name])
+        assert "when graded, it also runs on fresh" in result.message, result
+    assert checks.check_bleu_by_bucket(recited).passed
+    for bounds, hint in [(((0, 10), (11, 20), (21, 999)), "exactly 10 tokens belongs to '10-20'"),
+                         (((0, 9), (10, 19), (20, 999)), "exactly 20 tokens belongs to '10-20'"),
+                         (RIGHT, "")]:
+        result = checks.check_bleu_by_bucket(bucketed(bounds, average=not hint))
+        assert not result.passed and (hint or "BLEU is a corpus statistic") in result.message
+    result = checks.check_bleu_by_bucket(bucketed(RIGHT, empty_is_zero=True))
+    assert result.points == 2 and "an empty bucket must map to None" in result.message
+
+
+def test_without_the_graders_answers_a_wrong_context_holds_the_step_back(monkeypatch):
+    """A handout has no right context to stand in for a wrong one: the step check asks for the
+    context first; a right decoder still passes both parts there."""
+    from course_utils.checks import decoders
+
+    monkeypatch.setattr(decoders, "HIDDEN", None)
+    result = checks.check_vanilla_step(decoder(context=last_real))
+    assert result.points == 0 and "does not pass its check yet" in result.message, result
+    assert checks.check_vanilla_context(decoder()).passed
+    assert checks.check_vanilla_step(decoder()).passed

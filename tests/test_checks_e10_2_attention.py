@@ -170,3 +170,51 @@ def test_values_typed_in_for_one_run_fail_on_another():
 def test_the_untouched_exercise_scores_zero_on_word_differences():
     result = checks.check_word_differences(EXERCISE["word_differences"])
     assert result.points == 0 and result.message == NOT_IMPLEMENTED
+
+
+@pytest.mark.parametrize("student, points, hint", [
+    (variant(words=lambda t: re.findall(r"\w+", t)), 0, "lowercase both texts first"),
+    (variant(words=lambda t: t.lower().split()), 0, "punctuation sticks to the words"),
+    (variant(sets=True), 0, "sets lose the counts"),
+    (variant(swap=True), 0, "`missing` and `extra` are swapped"),
+    (variant(unsorted=True), 0, "sort the list"),
+    (variant(repeats=lambda said, wanted: sorted(w for w, n in said.items() if n > 1)), 2,
+     "a word the reference also repeats is no loop"),
+])
+def test_without_the_graders_answers_the_fixed_sentences_check_and_name_mistakes(
+        monkeypatch, student, points, hint):
+    """A handout has no checks/hidden_e10_2.py: word_differences is checked on the fixed
+    sentences, whose answers are stored, names the same mistakes, and says that the grader
+    adds fresh sentences."""
+    from course_utils.checks import word_errors
+
+    monkeypatch.setattr(word_errors, "HIDDEN", None)
+    for right in (SOLUTION["word_differences"], counted):
+        result = checks.check_word_differences(right)
+        assert result.passed and "fresh translations" in result.message, result
+    result = checks.check_word_differences(student)
+    assert result.points == points and hint in result.message, result.message
+
+
+def test_answers_recited_from_the_stored_constants_fail_when_graded():
+    from course_utils.checks import word_errors
+
+    def recited(hypothesis, reference):
+        for base in word_errors.KNOWN:
+            if (hypothesis, reference) == _case(base):
+                return word_errors.KNOWN[base]["right"]
+        return {"missing": [], "extra": [], "repeated": []}
+
+    assert checks.check_word_differences(recited).passed  # the fixed sentences, in a notebook
+    assert judged_by_grader(checks.check_word_differences, recited, seed=7).points == 0
+
+
+def test_calling_the_graders_answers_earns_nothing():
+    from course_utils.checks import hidden_e10_2
+
+    def borrowed(hypothesis, reference):
+        return hidden_e10_2.word_differences(re.findall(r"\w+", hypothesis.lower()),
+                                             re.findall(r"\w+", reference.lower()))
+
+    result = checks.check_word_differences(borrowed)
+    assert result.points == 0 and "reference implementation" in result.message, result

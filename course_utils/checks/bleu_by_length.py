@@ -14,6 +14,7 @@ in the grader, so each part is judged like any function's, see :mod:`course_util
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,9 +26,15 @@ from course_utils.checks.probes import AxesData, FigureData, describe_figure, fr
 from course_utils.metrics import LENGTH_BUCKETS
 from course_utils.training import History
 
-__all__ = ["BUCKETS", "judge_bleu_by_bucket", "judge_loss_curves", "judge_plot_bleu"]
+__all__ = ["BUCKETS", "KNOWN", "judge_bleu_by_bucket", "judge_loss_curves", "judge_plot_bleu"]
 
 BUCKETS = tuple(name for name, _, _ in LENGTH_BUCKETS)  # the lesson's buckets, one home
+
+HIDDEN: ModuleType | None
+try:  # the grader's answers for fresh sentences; a student handout has no such module
+    from course_utils.checks import hidden_e10_2 as HIDDEN
+except ImportError:
+    HIDDEN = None
 
 
 _WORDS = "a man in a blue shirt is riding a bike down the street while two dogs run behind".split()
@@ -35,7 +42,8 @@ _WORDS = "a man in a blue shirt is riding a bike down the street while two dogs 
 
 def _sentence(length: int, seed: int, noise: float) -> tuple[str, str]:
     """A reference of ``length`` words and a hypothesis with some words changed."""
-    rng = np.random.default_rng(fresh_seed(seed))
+    # without the grader's answers, the fixed case only (fresh_seed: the seed, unless graded)
+    rng = np.random.default_rng(fresh_seed(seed) if HIDDEN else seed)
     reference = [_WORDS[(seed + i) % len(_WORDS)] for i in range(length)]
     hypothesis = [w if rng.random() > noise else "xyz" for w in reference]
     return " ".join(hypothesis), " ".join(reference)
@@ -50,14 +58,31 @@ def _cases():
 _BOUNDS = [(low, high) for _, low, high in LENGTH_BUCKETS]
 
 
+#: The boundaries off by one, each with what it gets wrong (a known mistake)
+_OFF_BY_ONE = [
+    (((0, 10), (11, 20), (21, 10**9)), "exactly 10 tokens belongs to '10-20'"),
+    (((0, 9), (10, 21), (22, 10**9)), "exactly 21 tokens belongs to '> 20'"),
+    (((0, 9), (10, 19), (20, 10**9)), "exactly 20 tokens belongs to '10-20'"),
+]
+
+#: The fixed case's BLEU per bucket, and with each of the boundaries off by one (in the order of
+#: ``_OFF_BY_ONE``), stored: a handout has no :mod:`hidden_e10_2` to compute them
+KNOWN = {'< 10': 38.96556032040086, '10-20': 44.171414087400315, '> 20': 44.224531721814444}
+KNOWN_OFF_BY_ONE = [
+    {'< 10': 30.80840787435306, '10-20': 49.363914616177404, '> 20': 44.224531721814444},
+    {'< 10': 38.96556032040086, '10-20': 45.15047386936288, '> 20': 41.54834754923292},
+    {'< 10': 38.96556032040086, '10-20': 40.29422067220278, '> 20': 45.11588814821725},
+]
+
+
 def _expected(hypotheses, references, lengths, bounds=_BOUNDS):
-    out: dict[str, float | None] = {}
-    for name, (low, high) in zip(BUCKETS, bounds):
-        chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
-        out[name] = (sacrebleu.corpus_bleu([hypotheses[i] for i in chosen],
-                                           [[references[i] for i in chosen]]).score
-                     if chosen else None)
-    return out
+    """BLEU per bucket: the grader's, or the stored answer for the fixed case (``fresh_seed``
+    gives its bases in a notebook) where the grader's module is absent."""
+    if HIDDEN is not None:
+        return HIDDEN.bleu_by_bucket(hypotheses, references, lengths, BUCKETS, bounds)
+    if bounds == _BOUNDS:
+        return dict(KNOWN)
+    return dict(KNOWN_OFF_BY_ONE[[shift for shift, _ in _OFF_BY_ONE].index(bounds)])
 
 
 def _numbers(got: dict, where: str) -> dict:
@@ -92,12 +117,7 @@ def judge_bleu_by_bucket(bleu_by_bucket: Callable) -> str:
     wrong = [b for b in BUCKETS
              if got[b] is None or not np.isclose(float(got[b]), expected[b], atol=1e-6)]
     if wrong:
-        off_by_one = [
-            (((0, 10), (11, 20), (21, 10**9)), "exactly 10 tokens belongs to '10-20'"),
-            (((0, 9), (10, 21), (22, 10**9)), "exactly 21 tokens belongs to '> 20'"),
-            (((0, 9), (10, 19), (20, 10**9)), "exactly 20 tokens belongs to '10-20'"),
-        ]
-        for shift, hint in off_by_one:
+        for shift, hint in _OFF_BY_ONE:
             other = _expected(hypotheses, references, lengths, shift)
             if all(got[b] is not None and np.isclose(float(got[b]), other[b]) for b in BUCKETS):
                 raise CheckFailed(f"bucket boundaries are off: a sentence of {hint}")
@@ -116,7 +136,8 @@ def judge_bleu_by_bucket(bleu_by_bucket: Callable) -> str:
     if not isinstance(empty, dict) or empty.get("> 20", "missing") is not None:
         raise CheckFailed("right on full buckets, but an empty bucket must map to None",
                           points=2)
-    return "corpus BLEU per bucket, with the lesson's boundaries"
+    done = "corpus BLEU per bucket, with the lesson's boundaries"
+    return done if HIDDEN else f"{done} (when graded, it also runs on fresh sentences)"
 
 
 _SCORES = {"vanilla": {"< 10": 30.5, "10-20": 22.0, "> 20": 12.5},

@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
+from types import ModuleType
 
 import torch
 
@@ -33,6 +34,12 @@ from course_utils.models import (
     VanillaDecoder,
     build_model,
 )
+
+HIDDEN: ModuleType | None
+try:  # the grader's right context, which stands in for a wrong one; a handout has no such module
+    from course_utils.checks import hidden_e10_2 as HIDDEN
+except ImportError:
+    HIDDEN = None
 
 CONFIG = ModelConfig(src_vocab_size=23, tgt_vocab_size=19, embed_dim=8, hidden_dim=6,
                       attention_dim=6, attention=False, dropout=0.0, maxout_dim=4)
@@ -249,12 +256,10 @@ def reported(raw: Callable[[], dict]) -> dict:
         return {"error": failed.message}
 
 
-def reference_context(self, state, memory):
-    """The right context, read from the outputs (what the student's should do)."""
-    outputs, half = memory.encoder_outputs, memory.encoder_outputs.shape[-1] // 2
-    last = memory.mask.sum(1) - 1
-    rows = torch.arange(outputs.shape[0], device=outputs.device)
-    return torch.cat([outputs[rows, last, :half], outputs[:, 0, half:]], -1), None
+#: Why the step is not judged on its own in a handout, where no right context can stand in
+NO_STAND_IN = ("your `context` does not pass its check yet (vanilla_context): fix it first, "
+               "then this check judges your `step` with it (when graded, the step is judged with "
+               "a right context standing in for yours)")
 
 
 def adapt_context(decoder_class: object) -> Callable:
@@ -270,9 +275,12 @@ def adapt_context(decoder_class: object) -> Callable:
 def adapt_step(decoder_class: object) -> Callable:
     """The step's runs: the student's decoder as written (``own``), and with a right context
     standing in for the student's (``alone``), which the grader judges when the student's
-    context does not pass; and the context's own run, from which the grader decides that."""
+    context does not pass (only where :mod:`course_utils.checks.hidden_e10_2` is: a handout has
+    no right context to stand in); and the context's own run, from which the grader decides that."""
     cls = student_class(decoder_class)
-    alone = type("StepOnly", (cls,), {"context": reference_context})
+    # the right context is the grader's (checks/hidden_e10_2.py); a handout has none
+    alone = (type("StepOnly", (cls,), {"context": HIDDEN.reference_context}) if HIDDEN
+             else None)
 
     def run(seed: int) -> dict:
         def step(decoder: type) -> dict:
@@ -282,7 +290,9 @@ def adapt_step(decoder_class: object) -> Callable:
             return step_raw(decoder, seed)
 
         return {"context": reported(lambda: context_raw(cls, seed)),
-                "own": reported(lambda: step(cls)), "alone": reported(lambda: step(alone))}
+                "own": reported(lambda: step(cls)),
+                "alone": (reported(lambda: step(alone)) if alone is not None
+                          else {"error": NO_STAND_IN})}
 
     run.__name__ = "FixedContextDecoder"
     return run

@@ -45,6 +45,7 @@ from course_utils.checks.bleu_by_length import (
 from course_utils.checks.calling import CheckFailed
 from course_utils.checks.decoders import (
     GIVEN,
+    HIDDEN,
     adapt_context,
     adapt_step,
     close,
@@ -63,6 +64,9 @@ from course_utils.checks.probes import fresh_seed
 from course_utils.checks.word_errors import judge_word_differences
 from course_utils.decoding import greedy_decode
 from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder, VanillaDecoder
+
+#: the grader's answers (checks/hidden_e10_2.py, absent from a handout): calling them earns nothing
+GRADERS = ("course_utils.checks.hidden_e10_2",) if HIDDEN else ()
 
 __all__ = [
     "BUCKETS",
@@ -185,7 +189,7 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
 
 
 @EXERCISE.check("vanilla_context", points=3, target="FixedContextDecoder",
-                adapt=adapt_context)
+                adapt=adapt_context, own_work=GRADERS)
 def check_vanilla_context(run: Callable) -> str:
     seed = fresh_seed(80)
     return _judge_context(run(seed), seed)
@@ -342,7 +346,7 @@ def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
 # bucketing and scoring are the student's: the library's metrics (bleu_by_length, bucket_of,
 # corpus_bleu) hold the answer, so a function that uses them earns no points
 check_bleu_by_bucket = EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket",
-                                      own_work=("course_utils.metrics",),
+                                      own_work=("course_utils.metrics", *GRADERS),
                                       write_with="sacrebleu and Python")(
     judge_bleu_by_bucket)
 # the library's plotting draws notebook 4's versions of both charts: a chart that hands the
@@ -359,7 +363,7 @@ check_loss_curves = EXERCISE.check("plot_loss_curves", points=2, target="plot_lo
 
 check_word_differences = EXERCISE.check("word_differences", points=3,
                                         target="word_differences",
-                                        own_work=("course_utils.metrics",),
+                                        own_work=("course_utils.metrics", *GRADERS),
                                         write_with="Python")(judge_word_differences)
 
 EXERCISE.manual_question(
