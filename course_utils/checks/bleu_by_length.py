@@ -32,7 +32,7 @@ BUCKETS = tuple(name for name, _, _ in LENGTH_BUCKETS)  # the lesson's buckets, 
 
 HIDDEN: ModuleType | None
 try:  # the grader's answers for fresh sentences; a student handout has no such module
-    from course_utils.checks import hidden_e10_2 as HIDDEN
+    import course_utils.checks.hidden_e10_2 as HIDDEN
 except ImportError:
     HIDDEN = None
 

@@ -37,7 +37,7 @@ from course_utils.models import (
 
 HIDDEN: ModuleType | None
 try:  # the grader's right context, which stands in for a wrong one; a handout has no such module
-    from course_utils.checks import hidden_e10_2 as HIDDEN
+    import course_utils.checks.hidden_e10_2 as HIDDEN
 except ImportError:
     HIDDEN = None
 

@@ -41,7 +41,7 @@ from course_utils.checks.probes import fresh_seed
 
 HIDDEN: ModuleType | None
 try:  # the grader's answers for random matrices; a student handout has no such module
-    from course_utils.checks import hidden_e10_3 as HIDDEN
+    import course_utils.checks.hidden_e10_3 as HIDDEN
 except ImportError:
     HIDDEN = None
 

@@ -35,7 +35,7 @@ _VOCABULARY = ("ein", "mann", "hund", "frau", "läuft", "über", "eine", "straß
 
 HIDDEN: ModuleType | None
 try:  # the grader's answers for fresh sentences; a student handout has no such module
-    from course_utils.checks import hidden_e10_2 as HIDDEN
+    import course_utils.checks.hidden_e10_2 as HIDDEN
 except ImportError:
     HIDDEN = None
 
