@@ -136,6 +136,19 @@ def variant(words=lambda t: re.findall(r"\w+", t.lower()), sets=False, swap=Fals
     return word_differences
 
 
+#: (student, points, hint) for the usual mistakes of word_differences, with or without the
+#: grader's answers.
+MISTAKES = [
+    (variant(words=lambda t: re.findall(r"\w+", t)), 0, "lowercase both texts first"),
+    (variant(words=lambda t: t.lower().split()), 0, "punctuation sticks to the words"),
+    (variant(sets=True), 0, "sets lose the counts"),
+    (variant(swap=True), 0, "`missing` and `extra` are swapped"),
+    (variant(unsorted=True), 0, "sort the list"),
+    (variant(repeats=lambda said, wanted: sorted(w for w, n in said.items() if n > 1)), 2,
+     "a word the reference also repeats is no loop"),
+]
+
+
 def test_word_differences_right_in_any_style_earns_the_points():
     assert SOLUTION["word_differences"]("Ein hund, ein hund läuft.", "Ein Hund rennt.") == {
         "missing": ["rennt"], "extra": ["ein", "hund", "läuft"], "repeated": ["ein", "hund"]}
@@ -145,13 +158,7 @@ def test_word_differences_right_in_any_style_earns_the_points():
 
 
 @pytest.mark.parametrize("student, points, hint", [
-    (variant(words=lambda t: re.findall(r"\w+", t)), 0, "lowercase both texts first"),
-    (variant(words=lambda t: t.lower().split()), 0, "punctuation sticks to the words"),
-    (variant(sets=True), 0, "sets lose the counts"),
-    (variant(swap=True), 0, "`missing` and `extra` are swapped"),
-    (variant(unsorted=True), 0, "sort the list"),
-    (variant(repeats=lambda said, wanted: sorted(w for w, n in said.items() if n > 1)), 2,
-     "a word the reference also repeats is no loop"),
+    *MISTAKES,
     (lambda h, r: {"missing": [], "extra": []}, 0, "the keys must be"),
     (lambda h, r: "ein hund", 0, "must return a dict"),
 ])
@@ -172,15 +179,7 @@ def test_the_untouched_exercise_scores_zero_on_word_differences():
     assert result.points == 0 and result.message == NOT_IMPLEMENTED
 
 
-@pytest.mark.parametrize("student, points, hint", [
-    (variant(words=lambda t: re.findall(r"\w+", t)), 0, "lowercase both texts first"),
-    (variant(words=lambda t: t.lower().split()), 0, "punctuation sticks to the words"),
-    (variant(sets=True), 0, "sets lose the counts"),
-    (variant(swap=True), 0, "`missing` and `extra` are swapped"),
-    (variant(unsorted=True), 0, "sort the list"),
-    (variant(repeats=lambda said, wanted: sorted(w for w, n in said.items() if n > 1)), 2,
-     "a word the reference also repeats is no loop"),
-])
+@pytest.mark.parametrize("student, points, hint", MISTAKES)
 def test_without_the_graders_answers_the_fixed_sentences_check_and_name_mistakes(
         monkeypatch, student, points, hint):
     """A handout has no checks/hidden_e10_2.py: word_differences is checked on the fixed

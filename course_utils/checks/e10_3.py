@@ -313,8 +313,7 @@ def _punctuation_mistakes(weights: np.ndarray, tokens: list[str]) -> list:
     built from the grader's answer, where this copy of the course has it."""
     if not HIDDEN:
         return []
-    inside = [t if any(ch in string.punctuation for ch in t) else "w" for t in tokens]
-    inside = ["." if t != "w" else t for t in inside]
+    inside = ["." if any(ch in string.punctuation for ch in t) else "w" for t in tokens]
     stops = ["." if t == "." else "w" for t in tokens]
     marks = _graders().punctuation_mass(np.eye(len(tokens)), list(tokens))
     tgt_len = weights.shape[0]
