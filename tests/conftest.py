@@ -27,6 +27,12 @@ STATE_VARIABLES = {
 for _name, _folder in STATE_VARIABLES.items():
     os.environ[_name] = os.path.join(STATE, _folder)
 
+# Under pytest-xdist two workers share the cores: each computes with one thread (and so does
+# every kernel and process it starts), or PyTorch's threads in the two compete and both crawl.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")

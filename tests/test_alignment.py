@@ -95,6 +95,8 @@ def test_word_classes_of_german_tokens():
         "function", "content", "content", "function", "content", "punctuation",
         "punctuation"]
     assert word_class("„") == "punctuation"
+    assert word_class("--") == word_class("–") == word_class("...") == "punctuation"
+    assert word_class("t-shirt") == "content" and word_class("&quot;") == "content"
     assert word_class("<unk>") == "content"
     with pytest.raises(ValueError, match="non-empty string"):
         word_class("")

@@ -27,6 +27,7 @@ from course_utils.tools.grading.limits import (
 )
 from course_utils.tools.grading.memcg import MemoryCgroup
 from course_utils.tools.grading.results import PART, REPORT_BYTES, GradeResult, cut
+from course_utils.tools.grading.worker import exercise_parts
 
 __all__ = ["WORKER", "clear_stop", "drain", "grade_one", "hidden_folders", "kill_group",
            "stop_all", "worker_command"]
@@ -56,7 +57,7 @@ def worker_command(notebook: Path, exercise_id: str, limits: GradingLimits,
                    sandbox: str | None = None, hide: list[str] | None = None) -> list[str]:
     """The worker's command line, less the report pipe's descriptor (its last argument)."""
     command = [sys.executable, "-m", WORKER, str(notebook), exercise_id,
-               str(limits.cell_seconds)]
+               str(limits.cell_seconds), json.dumps(exercise_parts(exercise_id))]
     if sandbox is not None:
         from course_utils.tools.grading.sandbox import wrap
 

@@ -1,13 +1,16 @@
 """What runs inside the worker process: one submission's notebook, in a fresh kernel.
 
-    python -m course_utils.tools.grading.worker NOTEBOOK EXERCISE CELL_SECONDS [HIDE_JSON] REPORT_FD
+    python -m course_utils.tools.grading.worker \
+        NOTEBOOK EXERCISE CELL_SECONDS PARTS_JSON [HIDE_JSON] REPORT_FD
 
 The grader (:func:`course_utils.tools.grading.supervise.grade_one`) starts it in a private
 temporary folder, in a sandbox where there is one (then ``HIDE_JSON`` lists the folders to
 hide), and tells it the run's seed on its stdin. The worker reads the notebook, shuts itself in
 (:func:`course_utils.tools.grading.sandbox.enter`), runs the student's cells (errors do not
 stop them), then one probe cell per part (:func:`_grading_cell`), each tagged with a nonce drawn
-here. It reports on the pipe ``REPORT_FD``, which it keeps from the kernel: each part's raw
+here (``PARTS_JSON``: each part's name and the function it checks, from the grader, so that
+this process imports neither the checks nor PyTorch: only the kernel does). It reports on the
+pipe ``REPORT_FD``, which it keeps from the kernel: each part's raw
 results as soon as its probe cell has run (a :data:`PART` line), and last the run's status and
 notes (one JSON line). It judges nothing: the grader does (:mod:`.judge`).
 """
@@ -23,12 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from course_utils.checks import get_exercise
 from course_utils.checks.own_work import cell_digest
 from course_utils.tools.grading.intake import read_notebook
 from course_utils.tools.grading.results import MARKER, NO_KERNEL, NOTES, PART, PROBE_BYTES
 
-__all__ = ["STARTUP_SECONDS", "NotebookRun", "main", "run_notebook"]
+__all__ = ["STARTUP_SECONDS", "NotebookRun", "exercise_parts", "main", "run_notebook"]
 
 
 def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str,
@@ -47,6 +49,14 @@ def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str,
         f"    _b.print({MARKER!r} + {nonce!r} + _j.dumps(_c.probe(globals().get(_c.target), "
         f"{seed!r})))\n"
     )
+
+
+def exercise_parts(exercise_id: str) -> list[tuple[str, str]]:
+    """Each part of ``exercise_id`` and the function or class it checks, in order; the grader
+    passes them to the worker (``PARTS_JSON``)."""
+    from course_utils.checks import get_exercise
+
+    return [(name, check.target) for name, check in get_exercise(exercise_id).checks.items()]
 
 
 def _kernel_here(folder: Path) -> str:
@@ -80,7 +90,8 @@ class NotebookRun:
     hook, called after every cell)."""
 
     def __init__(self, notebook: Any, exercise_id: str, cell_seconds: float, seed: int,
-                 notes: list[str], report: Callable[[str], None]) -> None:
+                 notes: list[str], report: Callable[[str], None],
+                 parts: list[tuple[str, str]] | None = None) -> None:
         import nbformat
 
         self.cell_seconds = cell_seconds
@@ -93,11 +104,11 @@ class NotebookRun:
         self.probes: dict[int, tuple[str, str, str]] = {}
         notebook.cells = [c for c in notebook.cells if c.cell_type in ("code", "markdown", "raw")]
         cells = sorted({cell_digest(c.source) for c in notebook.cells if c.cell_type == "code"})
-        for name, check in get_exercise(exercise_id).checks.items():
+        for name, target in parts if parts is not None else exercise_parts(exercise_id):
             nonce = secrets.token_hex(16)  # drawn here, in the worker: the kernel cannot know it
             cell = nbformat.v4.new_code_cell(_grading_cell(exercise_id, name, seed, nonce,
                                                            cells))
-            self.probes[id(cell)] = (name, check.target, MARKER + nonce)
+            self.probes[id(cell)] = (name, target, MARKER + nonce)
             notebook.cells.append(cell)
 
     def on_cell_executed(self, cell: Any, cell_index: int, execute_reply: Any) -> None:
@@ -207,7 +218,7 @@ def _private_folders() -> Path:
 
 def run_notebook(notebook_path: str, exercise_id: str, cell_seconds: float,
                  hide: list[str] | None = None, report: Callable[[str], None] = print,
-                 seed: int | None = None) -> dict:
+                 seed: int | None = None, parts: list[tuple[str, str]] | None = None) -> dict:
     """Execute one notebook and return its result as a dict. With ``hide`` (the sandbox), this
     process is the first of fresh namespaces: it reads the notebook, then shuts itself in
     (:func:`course_utils.tools.grading.sandbox.enter`) before running any of it."""
@@ -228,7 +239,7 @@ def run_notebook(notebook_path: str, exercise_id: str, cell_seconds: float,
         return {"status": "not a notebook", "notes": [f"could not read the notebook: "
                                                      f"{error}"[:300]]}
     (folder / "submission.ipynb").write_bytes(raw)  # the notebook's own folder, as in Jupyter
-    run = NotebookRun(notebook, exercise_id, cell_seconds, seed or 0, notes, report)
+    run = NotebookRun(notebook, exercise_id, cell_seconds, seed or 0, notes, report, parts)
     client = NotebookClient(
         notebook, timeout=cell_seconds, interrupt_on_timeout=True, allow_errors=True,
         # a kernel's start is no student's code, but on a busy machine with a cold disk (a fresh
@@ -247,10 +258,12 @@ def run_notebook(notebook_path: str, exercise_id: str, cell_seconds: float,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The worker: ``NOTEBOOK EXERCISE CELL_SECONDS [HIDE_JSON] REPORT_FD``, the run's seed on
-    stdin; reports on ``REPORT_FD``, a pipe the kernel and the student's processes never get."""
+    """The worker: ``NOTEBOOK EXERCISE CELL_SECONDS PARTS_JSON [HIDE_JSON] REPORT_FD``, the
+    run's seed on stdin; reports on ``REPORT_FD``, a pipe the kernel and the student's processes
+    never get."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    notebook, exercise_id, cell_seconds, *rest = argv
+    notebook, exercise_id, cell_seconds, parts_json, *rest = argv
+    parts = [(name, target) for name, target in json.loads(parts_json)]
     fd = int(rest[-1])
     hide = json.loads(rest[0]) if len(rest) == 2 else None
     seed = int(sys.stdin.readline() or 0)  # this run's inputs: from the grader, unseen
@@ -261,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             channel.flush()
 
         report(json.dumps(run_notebook(notebook, exercise_id, float(cell_seconds), hide,
-                                       report, seed)))
+                                       report, seed, parts)))
     return 0
 
 
