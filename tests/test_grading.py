@@ -261,3 +261,21 @@ def test_the_grader_tries_a_notebook_whose_kernel_never_started_once_more(tmp_pa
     [result] = grade_folder("E10.1", tmp_path / "subs", tmp_path / "out", progress=False,
                             calibrate=False)
     assert len(calls) == 2 and result.status == "graded"
+
+
+def test_the_worker_imports_neither_pytorch_nor_the_checks():
+    """One worker per submission: what it imports, every submission pays. The grader tells it
+    the parts (so it never imports the checks, nor PyTorch with them), and the tools go without
+    rfc3987_syntax, whose import alone takes over a second."""
+    import subprocess
+    import sys
+
+    code = ("import sys, course_utils.tools.grading.worker, nbclient, nbformat\n"
+            "print(sorted(m for m in ('torch', 'course_utils.checks.e10_1', 'rfc3987_syntax')"
+            " if sys.modules.get(m) is not None))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert done.stdout.strip() == "[]"
+    from course_utils.tools.grading.worker import exercise_parts
+
+    assert exercise_parts("E10.1")[0] == ("energies", "compute_energies")
