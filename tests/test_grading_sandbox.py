@@ -71,7 +71,7 @@ raise RuntimeError('attack: ' + repr(done) + ' token=' + repr(os.environ.get('IN
     assert (subs / "victim.ipynb").read_bytes() == victim
     assert results["victim"].total() == 8 and results["mallory"].total() == 8
     assert rows(out)["victim"]["total"] == "8"
-    assert "sleep 417" not in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+    assert "sleep 417" not in subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True,
                                              text=True).stdout  # nothing left running
 
 
@@ -201,11 +201,22 @@ def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
         nbformat.write(solution_with("import time\ntime.sleep(60)"), subs / f"{name}.ipynb")
     out.mkdir()
     (out / "grades.csv").write_text("the earlier gradebook\n")
+    # this run's temporary copies go here, so its workers are told apart from those of tests
+    # running beside it (pytest-xdist): a worker's command line names its copy
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
     process = subprocess.Popen(
         [sys.executable, "-m", "course_utils.tools.grading", "E10.1", str(subs), "--out", str(out),
          "--quiet", "--jobs", "1", "--cell-timeout", "120"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": str(tmp)})
+    def workers() -> list[str]:
+        listing = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
+        return [line for line in listing.splitlines()
+                if "course_utils.tools.grading.worker" in line and str(tmp) in line]
+
     time.sleep(6)  # the first notebook is running
+    assert workers(), "no worker of this run was seen running"
     start = time.perf_counter()
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
@@ -215,8 +226,7 @@ def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
     # killed, not waited for: on a busy machine a killed process may take a moment to go
     deadline = time.perf_counter() + 15
     while True:
-        leftovers = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
-        gone = "course_utils.tools.grading.worker" not in leftovers
+        gone = not workers()
         if gone or time.perf_counter() > deadline:
             break
         time.sleep(0.5)
@@ -238,12 +248,13 @@ def test_the_grading_benchmark_runs_and_writes_its_table(tmp_path):
 def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()
-    # the notebook's own cells run fine; the check's fresh inputs make `softmax` loop
+    # the notebook's own cells have run by then; under the checks `softmax` loops on every
+    # input of three or more (every case of winner's check has at least three keys)
     hang = nbformat.read(SOLUTION, as_version=4)
     hang.cells.append(new_code_cell("_softmax = softmax\n"
                                     "def softmax(energies):\n"
                                     "    import numpy as np\n"
-                                    "    if np.asarray(energies).size > 4:\n"
+                                    "    if np.asarray(energies).size >= 3:\n"
                                     "        while True:\n"
                                     "            pass\n"
                                     "    return _softmax(energies)\n"))

@@ -34,7 +34,7 @@ def processes(group):
 
 def workers_of(folder):
     """The processes whose command line names ``folder`` (a worker names its notebook's copy)."""
-    listing = subprocess.run(["ps", "-eo", "pid=,args="], capture_output=True, text=True).stdout
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True).stdout
     return [line for line in listing.splitlines() if str(folder) in line]
 
 
