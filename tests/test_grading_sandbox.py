@@ -160,7 +160,7 @@ def test_the_cache_keeps_only_honest_grades_under_the_same_limits(tmp_path):
     subs.mkdir()
     nbformat.write(nbformat.read(SOLUTION, as_version=4), subs / "good.ipynb")
     nbformat.write(solution_with("import time\ntime.sleep(3600)"), subs / "slow.ipynb")
-    tight = calibrated_limits(cell_seconds=3, total_seconds=60)
+    tight = calibrated_limits(cell_seconds=10, total_seconds=90)
     first = {r.student: r for r in grade_folder("E10.1", subs, out, limits=tight,
                                                 progress=False)}
     assert first["slow"].status == "timeout" and first["good"].total() == 8
@@ -168,7 +168,7 @@ def test_the_cache_keeps_only_honest_grades_under_the_same_limits(tmp_path):
                                                  progress=False)}
     assert second["good"].seconds == first["good"].seconds  # reused
     assert second["slow"].seconds != first["slow"].seconds  # a timeout is always retried
-    looser = calibrated_limits(cell_seconds=4, total_seconds=60)
+    looser = calibrated_limits(cell_seconds=11, total_seconds=90)
     third = {r.student: r for r in grade_folder("E10.1", subs, out, limits=looser,
                                                 progress=False)}
     assert third["good"].seconds != second["good"].seconds  # other limits: graded again
@@ -260,7 +260,7 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
                                     "    return _softmax(energies)\n"))
     hang.cells.append(new_code_cell("import sys\nsys.exit(0)"))  # SystemExit at the end too
     nbformat.write(hang, subs / "hangs.ipynb")
-    limits = calibrated_limits(cell_seconds=5, total_seconds=120)
+    limits = calibrated_limits(cell_seconds=10, total_seconds=120)
     result = grade_folder("E10.1", subs, tmp_path / "out", limits=limits, progress=False)[0]
     assert result.points["softmax"] == 0
     assert result.points["winner"] == 0  # the worked winner calls the same softmax
