@@ -1,6 +1,7 @@
 """Shared by the tests: load the functions a notebook defines, without a kernel."""
 
 import functools
+import subprocess
 from pathlib import Path
 
 import nbformat
@@ -67,3 +68,12 @@ spec.loader.exec_module(course)
 course.ensure_environment = lambda **kwargs: pathlib.Path(sys.executable)
 raise SystemExit(course.main(sys.argv[2:]))
 """
+
+
+def workers_of(folder) -> list[str]:
+    """The processes whose command line names ``folder`` (a grader's worker names its notebook's
+    copy, under the run's ``TMPDIR``, and its kernel a file in the same folder): one run's,
+    whatever other tests run beside it."""
+    listing = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True,
+                             text=True).stdout
+    return [line for line in listing.splitlines() if str(folder) in line]

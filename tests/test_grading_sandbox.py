@@ -11,7 +11,7 @@ import time
 
 import nbformat
 import pytest
-from helpers import ROOT, calibrated_limits
+from helpers import ROOT, calibrated_limits, workers_of
 from nbformat.v4 import new_code_cell
 
 from course_utils.checks import get_exercise
@@ -210,12 +210,10 @@ def test_ctrl_c_stops_at_once_and_leaves_the_gradebook_alone(tmp_path):
          "--quiet", "--jobs", "1", "--cell-timeout", "120"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TMPDIR": str(tmp)})
-    def workers() -> list[str]:
-        listing = subprocess.run(["ps", "-ww", "-eo", "args"], capture_output=True, text=True).stdout
-        return [line for line in listing.splitlines()
-                if "course_utils.tools.grading.worker" in line and str(tmp) in line]
-
     time.sleep(6)  # the first notebook is running
+    def workers() -> list[str]:
+        return [line for line in workers_of(tmp) if "course_utils.tools.grading.worker" in line]
+
     assert workers(), "no worker of this run was seen running"
     start = time.perf_counter()
     process.send_signal(signal.SIGINT)

@@ -12,7 +12,7 @@ import time
 
 import nbformat
 import pytest
-from helpers import ROOT
+from helpers import ROOT, workers_of
 from nbformat.v4 import new_code_cell
 
 from course_utils.tools.grading.memcg import MemoryCgroup
@@ -30,12 +30,6 @@ def processes(group):
     """Every process in ``group`` and in the groups the grader made below it."""
     below = [MemoryCgroup(group.folder / name, group.layout) for name in leftovers(group.folder)]
     return [pid for g in (group, *below) for pid in g.pids()]
-
-
-def workers_of(folder):
-    """The processes whose command line names ``folder`` (a worker names its notebook's copy)."""
-    listing = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True).stdout
-    return [line for line in listing.splitlines() if str(folder) in line]
 
 
 def wait_for(condition, seconds, what):
