@@ -46,15 +46,12 @@ GPU_NOTE = ("GPU: not measured in this run (no GPU was available). The GPU confi
             "(`translation.GPU`) uses the same model, with l = 256 for its hidden size of 512.")
 
 
-def configurations(quick: bool) -> dict[str, tuple[Multi30kConfig, dict]]:
-    """``{label: (config, extra train() options)}``: the previous CPU budget and today's."""
+def configurations(quick: bool) -> dict[str, Multi30kConfig]:
+    """``{label: config}``: the previous CPU budget and today's."""
     after = QUICK if quick else CPU
     before = replace(after, name=f"{after.name}-before", maxout_dim=0, epochs=max(after.epochs, 5)
-                     if not quick else after.epochs)
-    return {
-        "after": (after, {}),
-        "before": (before, {"measure_exact_match": True, "skip_padding": False}),
-    }
+                     if not quick else after.epochs, measure_exact_match=True, skip_padding=False)
+    return {"after": after, "before": before}
 
 
 @dataclass
@@ -80,15 +77,14 @@ class Measured:
         return self.tokens_per_epoch * len(self.history.epoch) / self.history.seconds[-1]
 
 
-def run(label: str, config: Multi30kConfig, options: dict, data, device) -> list[Measured]:
+def run(label: str, config: Multi30kConfig, data, device) -> list[Measured]:
     tokens = sum(len(t) + 1 for _, t in data.pairs["train"])  # + EOS
     results = []
     for name in ("attention", "vanilla"):
         seed_everything(0)
         model = build_model(config.model_config(data.src_vocab, data.tgt_vocab,
                                                 attention=name == "attention"))
-        history = train(model, data.pairs["train"], data.pairs["val"],
-                        **{**config.train_options(), **options}, device=device,
+        history = train(model, data.pairs["train"], data.pairs["val"], config, device=device,
                         description=f"{label}: {name}")
         bleu = evaluate_bleu(model, data, SPLIT, device=device).bleu.score
         measured = Measured(label, name, sum(p.numel() for p in model.parameters()), history,
@@ -108,7 +104,7 @@ def report(results: dict[str, list[Measured]], configs, vocab_size: int, device,
     ratio = total["after"] / total["before"]
     bleu = {(m.label, m.model): m.bleu for rows in results.values() for m in rows}
     gain = bleu["after", "attention"] - bleu["after", "vanilla"]
-    a_cfg, b_cfg = configs["after"][0], configs["before"][0]
+    a_cfg, b_cfg = configs["after"], configs["before"]
     lines = [
         "## Notebook 4's training budget",
         "",
@@ -168,14 +164,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     device = get_device()
     configs = configurations(args.quick)
-    data = prepare_data(configs["after"][0], splits=("train", "val", SPLIT))
+    data = prepare_data(configs["after"], splits=("train", "val", SPLIT))
     print(f"{len(data.pairs['train']):,} training pairs, {len(data.tgt_vocab):,} German tokens; "
           f"device {device}, {torch.get_num_threads()} threads", flush=True)
     results = {}
     for label in ("after", "before"):  # the new one first: its BLEU is known soonest
         if args.only and label != args.only:
             continue
-        results[label] = run(label, *configs[label], data, device)
+        results[label] = run(label, configs[label], data, device)
     if args.json:
         args.json.write_text(json.dumps(
             {label: [dict(model=m.model, minutes=m.minutes, epoch_minutes=m.epoch_minutes,

@@ -22,6 +22,7 @@ import datetime as dt
 import platform
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -39,7 +40,7 @@ from course_utils.files import update_section  # noqa: E402
 from course_utils.metrics import exact_match  # noqa: E402
 from course_utils.models import ModelConfig, build_model  # noqa: E402
 from course_utils.reversal import REVERSAL, make_reversal_pairs, reversal_vocab  # noqa: E402
-from course_utils.training import seed_everything, train  # noqa: E402
+from course_utils.training import TrainConfig, seed_everything, train  # noqa: E402
 
 
 def _sync(device):
@@ -99,7 +100,7 @@ def greedy_speed(n, device, quick):
     # A briefly trained model, so outputs have realistic lengths and stop at EOS.
     train(model, make_reversal_pairs(2000 if quick else 6000, REVERSAL.min_len, REVERSAL.max_len,
                                      vocab, seed=4),
-          pairs[:200], epochs=1 if quick else 2, device=device, progress=False)
+          pairs[:200], TrainConfig(epochs=1 if quick else 2), device=device, progress=False)
     max_len = REVERSAL.max_len + 5
     _sync(device)
     start = time.perf_counter()
@@ -123,9 +124,8 @@ def seconds_to_99(device, quick):
     seed_everything(0)
     model = build_model(ModelConfig(len(vocab), len(vocab), **REVERSAL.model_sizes))
     start = time.perf_counter()
-    history = train(model, train_pairs, val_pairs, epochs=1 if quick else REVERSAL.epochs,
-                    batch_size=REVERSAL.batch_size, lr=REVERSAL.lr, device=device,
-                    target_exact_match=0.99, progress=False)
+    config = replace(REVERSAL, epochs=1 if quick else REVERSAL.epochs, target_exact_match=0.99)
+    history = train(model, train_pairs, val_pairs, config, device=device, progress=False)
     return {"seconds": time.perf_counter() - start, "epochs": history.epoch[-1],
             "exact": history.val_exact_match[-1]}
 

@@ -7,12 +7,13 @@ notebooks run their real configuration: GPU-sized when a GPU is present, CPU-siz
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 from typing import TypeVar
 
 import torch
 
-__all__ = ["get_device", "lecture_runs_dirs", "quick_mode", "runs_dir", "scaled"]
+__all__ = ["cpu_bf16", "get_device", "lecture_runs_dirs", "quick_mode", "runs_dir", "scaled"]
 
 T = TypeVar("T")
 
@@ -28,6 +29,38 @@ def quick_mode() -> bool:
     if raw in _FALSE:
         return False
     raise ValueError(f"COURSE_QUICK must be one of 1/0, true/false, yes/no, on/off; got {raw!r}")
+
+
+def _flag(name: str) -> bool | None:
+    raw = os.environ.get(name, "").strip().lower()
+    if raw == "":
+        return None
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE - {""}:
+        return False
+    raise ValueError(f"{name} must be one of 1/0, true/false, yes/no, on/off; got {raw!r}")
+
+
+def cpu_bf16() -> bool:
+    """Whether this CPU does bf16 arithmetic natively: AVX-512 BF16 or AMX on x86, and on other
+    architectures (Arm) what oneDNN reports. Elsewhere bf16 is emulated and slower than float32.
+
+    No course preset turns bf16 on for a CPU: on the course's 2-core machine, which has native
+    bf16, it made a training step 1.21x faster (``benchmarks/bench_training_levers.py``), far
+    from notebook 4's 8-minute target, and it would change every number the translation
+    notebooks print. The benchmarks use this to decide whether bf16 is worth measuring;
+    ``COURSE_CPU_BF16=0`` or ``=1`` overrides it.
+    """
+    forced = _flag("COURSE_CPU_BF16")
+    if forced is not None:
+        return forced
+    try:
+        if platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86"):
+            return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # an older PyTorch, or a build without oneDNN
+        return False
 
 
 def get_device(prefer: str | None = None) -> torch.device:

@@ -20,7 +20,7 @@ equal to this one.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import KW_ONLY, asdict, dataclass, fields, replace
 from typing import Any
 
 import torch
@@ -44,6 +44,7 @@ __all__ = [
     "GRUDecoder",
     "LuongDecoder",
     "ModelConfig",
+    "ModelSizes",
     "Seq2Seq",
     "VanillaDecoder",
     "build_model",
@@ -359,18 +360,36 @@ class VanillaDecoder(GRUDecoder):
         return memory.summary, None  # (batch, encoder_dim), whatever the step
 
 
+@dataclass(frozen=True, kw_only=True)
+class ModelSizes:
+    """A model's sizes, in the paper's letters; the one place their defaults are declared.
+
+    Both :class:`ModelConfig` (one model) and :class:`course_utils.training.RunConfig` (a
+    task's run) are built on it; a task's presets set their own values.
+    """
+
+    embed_dim: int = 64  # m, the size of a word embedding (620 in the paper)
+    hidden_dim: int = 128  # n, the GRU state of each encoder direction and of the decoder (1000)
+    attention_dim: int = 128  # n', the width of the additive score's hidden layer
+    # l, the deep output layer's maxout (500); 0: logits straight from [s; c; y]
+    maxout_dim: int = 64
+    dropout: float = 0.0  # on embeddings and the output layer's input, while training
+
+    @property
+    def model_sizes(self) -> dict[str, Any]:
+        """These fields as keyword arguments (for :class:`ModelConfig`)."""
+        return {f.name: getattr(self, f.name) for f in fields(ModelSizes)}
+
+
 @dataclass(frozen=True)
-class ModelConfig:
-    """Everything needed to rebuild a model (saved in checkpoints)."""
+class ModelConfig(ModelSizes):
+    """Everything needed to rebuild a model (saved in checkpoints): the vocabularies' sizes,
+    the :class:`ModelSizes` (keyword only), and the architecture's choices."""
 
     src_vocab_size: int
     tgt_vocab_size: int
-    embed_dim: int = 64
-    hidden_dim: int = 128
-    attention_dim: int = 128
+    _: KW_ONLY  # the rest by name only: ModelConfig(n_src, n_tgt, attention=False, ...)
     attention: bool = True
-    dropout: float = 0.0
-    maxout_dim: int = 64  # l of the deep output layer; 0 = logits straight from [s; c; y]
     score: str = "additive"  # the attention score (course_utils.scores.SCORES)
     # the decoder's state size; None: hidden_dim. A dot score compares the state with the
     # bidirectional encoder's outputs (2 * hidden_dim), so it needs decoder_dim = 2 * hidden_dim

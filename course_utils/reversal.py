@@ -96,22 +96,20 @@ def alignment_score(attention: object, expected_positions: Sequence[int]) -> flo
 # ------------------------------------------------------------------------------- settings
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ReversalConfig(RunConfig):
-    """Settings of the reversal task: the data (symbols, lengths, sizes) and the run."""
+    """Settings of the reversal task: the data (symbols, lengths, sizes) and the run. The
+    fields not named here, and their defaults, are :class:`RunConfig`'s."""
 
-    name: str = "cpu"
     n_symbols: int = 20  # distinct symbols a, b, c, ...
-    min_len: int = 5
-    max_len: int = 20
-    n_train: int = 12_000
-    n_val: int = 1_000
+    min_len: int = 5  # the shortest sequence, in symbols
+    max_len: int = 20  # the longest
+    n_train: int = 12_000  # training pairs, lengths drawn uniformly in [min_len, max_len]
+    n_val: int = 1_000  # held-out pairs, drawn with another seed
     embed_dim: int = 32
     hidden_dim: int = 96
     attention_dim: int = 96
     maxout_dim: int = 48  # l = n / 2, the paper's ratio (l = 500 for n = 1000)
-    batch_size: int = 64
-    lr: float = 3e-3
     epochs: int = 6
 
 

@@ -182,8 +182,7 @@ def bottleneck_experiment(vocab: Vocab, device: torch.device | str = "cpu",
     for name, attention in [("attention", True), ("vanilla", False)]:
         seed_everything(0)
         model = build_model(config.model_config(vocab, vocab, attention=attention)).to(device)
-        history = train(model, train_pairs, val_pairs, **config.train_options(), device=device,
-                        description=name)
+        history = train(model, train_pairs, val_pairs, config, device=device, description=name)
         decoded = greedy_decode_pairs(model, val_pairs, device=device)
         result.by_length[name] = accuracy_by_length(decoded, val_pairs)
         result.histories[name] = history

@@ -1,13 +1,14 @@
 """Training seq2seq models: seeding, the loss, the loop, its history and snapshots.
 
-:func:`train` is the loop every notebook uses. It trains on length-bucketed batches with
-Adam, a warm-up-then-cosine learning-rate schedule and gradient clipping; on CUDA it uses
-pinned memory, non-blocking copies and (optionally) bf16 autocast. After every epoch it
-records validation loss, token accuracy and (unless asked not to) greedy exact-match
-accuracy in a :class:`History`, and at chosen epochs it keeps the attention of fixed
-examples, so notebooks can show attention emerging. :class:`RunConfig` is the shape both
-tasks' settings share (model sizes and training budget). Checkpoints are in
-:mod:`course_utils.checkpoints`.
+:func:`train` is the loop every notebook uses, and it takes the run's configuration whole: a
+:class:`TrainConfig` says how to train (every field documented where it is declared), and a
+task's :class:`RunConfig` (its name, :class:`course_utils.models.ModelSizes` and a
+:class:`TrainConfig`) is one. It trains on length-bucketed batches with Adam, a
+warm-up-then-cosine learning-rate schedule and gradient clipping; on CUDA it uses pinned
+memory and non-blocking copies, and bf16 autocast when asked (on CUDA or a CPU). After every
+epoch it records validation loss, token accuracy and (unless asked not to) greedy exact-match
+accuracy in a :class:`History`, and at chosen epochs it keeps the attention of fixed examples,
+so notebooks can show attention emerging. Checkpoints are in :mod:`course_utils.checkpoints`.
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from course_utils.config import quick_mode
-from course_utils.data import Batch, Pair, Vocab, iterate_batches, make_batches
+from course_utils.data import SORT_KEYS, Batch, Pair, Vocab, iterate_batches, make_batches
 from course_utils.decoding import greedy_decode_pairs
 from course_utils.metrics import exact_match
-from course_utils.models import ModelConfig, Seq2Seq
+from course_utils.models import ModelConfig, ModelSizes, Seq2Seq
 from course_utils.tensors import eval_mode, to_numpy
 
 __all__ = [
     "History",
     "RunConfig",
+    "TrainConfig",
     "evaluate_loss",
     "seed_everything",
     "sequence_loss",
@@ -42,39 +44,67 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RunConfig:
-    """Model sizes and training budget: the settings every task's configuration shares
-    (:class:`course_utils.reversal.ReversalConfig`,
-    :class:`course_utils.translation_setup.Multi30kConfig`), each adding its data settings."""
+@dataclass(frozen=True, kw_only=True)
+class TrainConfig:
+    """How :func:`train` trains: every setting of a run's optimisation, with its default."""
 
-    name: str = "cpu"
-    embed_dim: int = 64
-    hidden_dim: int = 128
-    attention_dim: int = 128
-    maxout_dim: int = 64  # l, the width of the deep output layer's maxout (0: none)
-    dropout: float = 0.0
-    batch_size: int = 64
-    lr: float = 3e-3
-    epochs: int = 5
+    epochs: int = 5  # passes over the training set
+    batch_size: int = 64  # sentence pairs per step, length-bucketed (course_utils.data)
+    lr: float = 3e-3  # Adam's peak learning rate: warm-up over 5% of the steps, cosine to 5%
+    clip: float = 1.0  # the gradients' largest total norm
+    # autocast the forward pass to bfloat16 on CUDA or a CPU (ignored elsewhere); the loss stays
+    # in float32. The GPU presets use it; on a CPU it needs native bf16 (config.cpu_bf16) to pay
     bf16: bool = False
+    # seeds dropout and each epoch's batch order (seed + epoch); the caller seeds the weights
+    seed: int = 0
+    # greedy-decode the validation set after every epoch and record the share of outputs equal
+    # to their target: meaningful with one right answer (reversal), not for translation, where
+    # it costs a decoding of the validation set per epoch for a number near 0
+    measure_exact_match: bool = True
+    target_exact_match: float | None = None  # stop once exact match reaches this fraction
+    # run the output layer only at real target positions (the loss ignores padding either way,
+    # so the loss and gradients are the same); False runs it at every slot, as the course did
+    # before (benchmarks/bench_multi30k_budget.py measures the difference)
+    skip_padding: bool = True
+    # the length batches are bucketed by (course_utils.data.make_batches): "source", or
+    # "target" (the decoder then steps through little padding: faster in batches of 128, not 64)
+    bucket_by: str = "source"
 
-    @property
-    def model_sizes(self) -> dict[str, int]:
-        return dict(embed_dim=self.embed_dim, hidden_dim=self.hidden_dim,
-                    attention_dim=self.attention_dim, maxout_dim=self.maxout_dim)
+    def __post_init__(self) -> None:
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1; got {self.epochs}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1; got {self.batch_size}")
+        if not self.lr > 0:
+            raise ValueError(f"lr must be > 0; got {self.lr}")
+        if not self.clip > 0:
+            raise ValueError(f"clip must be > 0 (the largest gradient norm); got {self.clip}")
+        if self.target_exact_match is not None and not 0 <= self.target_exact_match <= 1:
+            raise ValueError("target_exact_match must be a fraction between 0 and 1; got "
+                             f"{self.target_exact_match}")
+        if self.bucket_by not in SORT_KEYS:
+            raise ValueError(f"bucket_by must be one of {list(SORT_KEYS)}; got {self.bucket_by!r}")
+        if self.target_exact_match is not None and not self.measure_exact_match:
+            raise ValueError("target_exact_match needs measure_exact_match=True")
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Named:
+    name: str = "cpu"  # the preset: "quick", "cpu", "gpu", or a budget derived from one
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunConfig(TrainConfig, ModelSizes, _Named):
+    """One run of a task, passed whole: its name, the model's sizes (:class:`ModelSizes`) and
+    how it is trained (:class:`TrainConfig`), printed in that order. Each task's configuration
+    adds its data settings (:class:`course_utils.reversal.ReversalConfig`,
+    :class:`course_utils.translation_setup.Multi30kConfig`)."""
 
     def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab,
                      attention: bool = True) -> ModelConfig:
         """The :class:`ModelConfig` of this run's attention (or vanilla) model."""
-        return ModelConfig(len(src_vocab), len(tgt_vocab), embed_dim=self.embed_dim,
-                           hidden_dim=self.hidden_dim, attention_dim=self.attention_dim,
-                           maxout_dim=self.maxout_dim, attention=attention,
-                           dropout=self.dropout)
-
-    def train_options(self) -> dict[str, Any]:
-        """The keyword arguments of :func:`train` that this configuration sets."""
-        return dict(epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, bf16=self.bf16)
+        return ModelConfig(len(src_vocab), len(tgt_vocab), attention=attention,
+                           **self.model_sizes)
 
 
 def seed_everything(seed: int) -> None:
@@ -162,62 +192,60 @@ def train(
     model: Seq2Seq,
     train_pairs: Sequence[Pair],
     val_pairs: Sequence[Pair],
+    config: TrainConfig | None = None,
     *,
-    epochs: int,
-    batch_size: int = 64,
-    lr: float = 3e-3,
-    clip: float = 1.0,
     device: torch.device | str = "cpu",
-    bf16: bool = False,
-    seed: int = 0,
     snapshot_pairs: Sequence[Pair] = (),
     snapshot_epochs: Sequence[int] = (),
-    target_exact_match: float | None = None,
-    measure_exact_match: bool = True,
-    skip_padding: bool = True,
     progress: bool | None = None,
     description: str = "training",
     on_epoch_end: Callable[[int, Seq2Seq, History], object] | None = None,
+    **settings: object,
 ) -> History:
-    """Train ``model`` in place and return its :class:`History`.
+    """Train ``model`` in place as ``config`` says, and return its :class:`History`.
+
+    ``config`` is the run's :class:`TrainConfig`: a task's :class:`RunConfig` (which is one),
+    passed whole, or a ``TrainConfig(...)`` of its own; change a field with
+    ``dataclasses.replace(config, epochs=3)``. The other arguments say where the run happens
+    and what it shows, not how it trains.
 
     Args:
-        bf16: autocast the forward pass to bfloat16 (CUDA only; ignored elsewhere).
+        device: where to train; the model is moved there.
         snapshot_epochs: epochs after which to store the attention of ``snapshot_pairs``
             (epoch 0 = before training).
-        target_exact_match: stop once validation exact match reaches this fraction.
-        measure_exact_match: greedy-decode the validation set after every epoch and record
-            the share of outputs that equal their target exactly. Meaningful for tasks with
-            one right answer (reversal), not for translation, where it costs a full decoding
-            of the validation set per epoch for a number near 0: pass False there.
-        skip_padding: run the output layer only at real target positions (the loss ignores
-            padding either way, so the loss and gradients are the same; about a quarter of a
-            length-bucketed translation batch is padding). False runs it everywhere, as the
-            course did before; ``benchmarks/bench_multi30k_budget.py`` measures the difference.
         progress: show a progress bar; by default yes, except under ``COURSE_QUICK``.
+        description: the progress bar's label.
         on_epoch_end: called as ``on_epoch_end(epoch, model, history)`` after each epoch's
             measurements are recorded, such as to save a checkpoint per epoch.
     """
-    if epochs < 1:
-        raise ValueError(f"epochs must be >= 1; got {epochs}")
+    if settings:  # the keywords train() took before it took a configuration
+        named = ", ".join(f"{k}={v!r}" for k, v in settings.items())
+        raise TypeError(f"train() takes the run's settings as one configuration, not as keywords "
+                        f"({', '.join(settings)}): pass train(model, train_pairs, val_pairs, "
+                        f"TrainConfig({named})), or your task's configuration (cfg) whole")
+    if not isinstance(config, TrainConfig):
+        raise TypeError("config must be a TrainConfig (a task's RunConfig is one), such as "
+                        f"TrainConfig(epochs=3); got {type(config).__name__}")
     if not train_pairs or not val_pairs:
         raise ValueError("need at least one training pair and one validation pair")
-    if target_exact_match is not None and not measure_exact_match:
-        raise ValueError("target_exact_match needs measure_exact_match=True")
+    epochs, batch_size, bf16 = config.epochs, config.batch_size, config.bf16
+    measure_exact_match, skip_padding = config.measure_exact_match, config.skip_padding
+    target_exact_match, seed = config.target_exact_match, config.seed
     device = torch.device(device)
     model.to(device)
     seed_everything(seed)
     steps_per_epoch = math.ceil(len(train_pairs) / batch_size)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
         optimizer, _warmup_cosine(epochs * steps_per_epoch)
     )
     autocast = (
-        torch.autocast("cuda", dtype=torch.bfloat16)
-        if bf16 and device.type == "cuda"
+        torch.autocast(device.type, dtype=torch.bfloat16)
+        if bf16 and device.type in ("cuda", "cpu")
         else nullcontext()
     )
-    val_batches = make_batches(val_pairs, batch_size * 2, shuffle=False)
+    val_batches = make_batches(val_pairs, batch_size * 2, shuffle=False,
+                               sort_by=config.bucket_by)
     history = History()
     if 0 in snapshot_epochs and snapshot_pairs:
         history.snapshots[0] = _snapshot(model, snapshot_pairs, device, batch_size)
@@ -229,8 +257,9 @@ def train(
     for epoch in range(1, epochs + 1):
         model.train()
         running, seen = torch.zeros((), device=device), 0  # summed on the device, read per epoch
-        for batch in iterate_batches(make_batches(train_pairs, batch_size, seed=seed + epoch),
-                                     device):
+        batches = make_batches(train_pairs, batch_size, seed=seed + epoch,
+                               sort_by=config.bucket_by)
+        for batch in iterate_batches(batches, device):
             if skip_padding:
                 real = batch.tgt_out != Vocab.pad_id  # the output layer runs only here
                 with autocast:
@@ -242,7 +271,7 @@ def train(
                 loss = sequence_loss(logits, batch.tgt_out)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
             optimizer.step()
             schedule.step()
             running += loss.detach() * len(batch)

@@ -24,7 +24,7 @@ from course_utils.reversal import reversal_vocab
 from course_utils.training import History
 
 VOCAB = reversal_vocab(6)
-CONFIG = ModelConfig(len(VOCAB), len(VOCAB), 8, 12, 10, attention=True)
+CONFIG = ModelConfig(len(VOCAB), len(VOCAB), embed_dim=8, hidden_dim=12, attention_dim=10, attention=True)
 
 
 @pytest.fixture

@@ -1,5 +1,7 @@
 """Vocabulary, reversal data and length-bucketed batches."""
 
+import random
+
 import pytest
 import torch
 
@@ -65,6 +67,26 @@ def test_bucketed_batches_cover_every_pair_once_with_little_padding():
     assert seen == sorted(tuple(s) for s, _ in pairs)
     unbucketed = [collate(pairs[i : i + 32]) for i in range(0, len(pairs), 32)]
     assert padding_fraction(batches) < 0.1 < 0.3 < padding_fraction(unbucketed)
+
+
+def test_buckets_by_target_length_leave_the_decoder_little_padding():
+    """The decoder runs every slot up to its batch's longest target, padding included (the encoder
+    packs its input): sorted by target length, with source and target lengths unrelated, little
+    of the targets' slots are padding, though much of the sources' are."""
+    rng = random.Random(3)
+    pairs = [([4] * rng.randint(1, 40), [5] * rng.randint(1, 40)) for _ in range(3000)]
+    batches = make_batches(pairs, 32, seed=0, sort_by="target")
+    target_slots = sum(b.tgt_out.numel() for b in batches)
+    target_real = sum(len(t) + 1 for _, t in pairs)  # + EOS
+    assert 1 - target_real / target_slots < 0.05
+    assert padding_fraction(batches) > 0.3  # the sources: the packed encoder skips these
+    ordered = make_batches(pairs, 32, shuffle=False, sort_by="target")
+    lengths = [int(n) for b in ordered for n in (b.tgt_out != Vocab.pad_id).sum(dim=1)]
+    assert lengths == sorted(lengths)
+    by_source = make_batches(pairs, 32, seed=0)  # the default: the sources' padding is small
+    assert padding_fraction(by_source) < 0.05
+    with pytest.raises(ValueError, match=r"sort_by must be one of \['target', 'source'\]"):
+        make_batches(pairs, 32, sort_by="length")
 
 
 def test_batch_order_changes_with_the_epoch_seed():

@@ -13,7 +13,7 @@ from course_utils.reversal import reversal_vocab
 from course_utils.translation_setup import QUICK, find_or_train_exercise_checkpoint
 
 VOCAB = reversal_vocab(6)
-CONFIG = ModelConfig(len(VOCAB), len(VOCAB), 8, 12, 10, attention=True)
+CONFIG = ModelConfig(len(VOCAB), len(VOCAB), embed_dim=8, hidden_dim=12, attention_dim=10, attention=True)
 
 
 def tiny_checkpoint(path: Path, seed: int = 0) -> Path:

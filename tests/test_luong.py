@@ -10,7 +10,7 @@ from course_utils.data import Vocab, collate
 from course_utils.decoding import beam_search, greedy_decode_pairs
 from course_utils.models import LuongDecoder, ModelConfig, build_model
 from course_utils.reversal import make_reversal_pairs, reversal_vocab
-from course_utils.training import train
+from course_utils.training import TrainConfig, train
 
 VOCAB = reversal_vocab(12)
 
@@ -60,7 +60,8 @@ def test_a_luong_step_is_update_then_attend_then_combine():
 def test_the_luong_decoder_learns_decodes_and_round_trips(tmp_path):
     model = luong(seed=2)
     pairs = make_reversal_pairs(300, 2, 6, VOCAB, seed=3)
-    history = train(model, pairs, pairs[:40], epochs=3, batch_size=32, lr=5e-3, progress=False)
+    history = train(model, pairs, pairs[:40], TrainConfig(epochs=3, batch_size=32, lr=5e-3),
+                    progress=False)
     assert history.train_loss[-1] < history.train_loss[0]
     decoded = greedy_decode_pairs(model, pairs[:10], batch_size=4, max_len=10)
     assert decoded.attention is not None and len(decoded.tokens) == 10

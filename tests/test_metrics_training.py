@@ -1,5 +1,6 @@
 """Metrics on hand-made outputs, and the training loop's promises."""
 
+import dataclasses
 import sys
 
 import numpy as np
@@ -20,9 +21,16 @@ from course_utils.reversal import (
     reversal_config,
     reversal_vocab,
 )
-from course_utils.training import History, seed_everything, sequence_loss, train
+from course_utils.training import (
+    History,
+    TrainConfig,
+    seed_everything,
+    sequence_loss,
+    train,
+)
 
 VOCAB = reversal_vocab(8)
+TRAIN_FIELDS = {f.name for f in dataclasses.fields(TrainConfig)}
 
 
 def test_perfect_anti_diagonal_scores_one_and_uniform_scores_one_over_n():
@@ -58,12 +66,15 @@ def test_loss_counts_real_tokens_only():
 
 
 def tiny_run(epochs=2, **kwargs):
+    """A small reversal run; ``kwargs`` are TrainConfig fields or train()'s own arguments."""
+    options = {k: kwargs.pop(k) for k in list(kwargs) if k in TRAIN_FIELDS}
     seed_everything(0)
-    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), 16, 32, 32))
+    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), embed_dim=16, hidden_dim=32,
+                                    attention_dim=32))
     train_pairs = make_reversal_pairs(400, 2, 6, VOCAB, seed=1)
     val_pairs = make_reversal_pairs(50, 2, 6, VOCAB, seed=2)
-    return train(model, train_pairs, val_pairs, epochs=epochs, batch_size=32, progress=False,
-                 **kwargs), val_pairs
+    config = TrainConfig(epochs=epochs, batch_size=32, **options)
+    return train(model, train_pairs, val_pairs, config, progress=False, **kwargs), val_pairs
 
 
 def test_training_lowers_the_loss_and_records_every_epoch():
@@ -76,6 +87,31 @@ def test_training_lowers_the_loss_and_records_every_epoch():
 
 def test_cpu_training_is_reproducible_with_a_seed():
     assert tiny_run()[0].val_loss == tiny_run()[0].val_loss
+
+
+def test_bf16_autocast_trains_on_the_cpu_too():
+    """bf16=True autocasts on a CPU as on CUDA (it used to be ignored off CUDA): the run differs
+    from float32's, still learns, and repeats exactly with its seed."""
+    fp32, _ = tiny_run(epochs=3)
+    bf16, _ = tiny_run(epochs=3, bf16=True)
+    assert bf16.val_loss != fp32.val_loss  # autocast changed the arithmetic
+    assert bf16.val_loss[-1] < bf16.val_loss[0]
+    assert abs(bf16.val_loss[-1] - fp32.val_loss[-1]) < 0.25 * fp32.val_loss[-1]
+    assert tiny_run(epochs=3, bf16=True)[0].val_loss == bf16.val_loss
+
+
+def test_cpu_bf16_follows_the_cpu_and_can_be_forced(monkeypatch):
+    from course_utils.config import cpu_bf16
+
+    monkeypatch.delenv("COURSE_CPU_BF16", raising=False)
+    assert cpu_bf16() is bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    monkeypatch.setenv("COURSE_CPU_BF16", "0")
+    assert cpu_bf16() is False
+    monkeypatch.setenv("COURSE_CPU_BF16", "yes")
+    assert cpu_bf16() is True
+    monkeypatch.setenv("COURSE_CPU_BF16", "sometimes")
+    with pytest.raises(ValueError, match="COURSE_CPU_BF16 must be one of 1/0"):
+        cpu_bf16()
 
 
 def test_snapshots_hold_one_trimmed_matrix_per_example_at_the_chosen_epochs():
@@ -126,11 +162,11 @@ def test_translation_configurations_skip_exact_match_and_share_the_run_shape():
     from course_utils.training import RunConfig
     from course_utils.translation_setup import CPU, Multi30kConfig
 
-    assert CPU.train_options()["measure_exact_match"] is False
-    assert "measure_exact_match" not in REVERSAL.train_options()
+    assert CPU.measure_exact_match is False and REVERSAL.measure_exact_match is True
     shared = {f.name for f in fields(RunConfig)}
     for config in (ReversalConfig, Multi30kConfig):
         assert issubclass(config, RunConfig) and shared <= {f.name for f in fields(config)}
+        assert issubclass(config, TrainConfig)  # so train() takes the run's configuration whole
     model_config = REVERSAL.model_config(VOCAB, VOCAB, attention=False)
     assert not model_config.attention and model_config.hidden_dim == REVERSAL.hidden_dim
 
@@ -143,11 +179,28 @@ def test_history_round_trips_through_a_dict():
 
 
 def test_bad_training_arguments_are_clear_errors():
-    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), 8, 8, 8))
+    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), embed_dim=8, hidden_dim=8,
+                                    attention_dim=8))
     with pytest.raises(ValueError, match="epochs must be >= 1; got 0"):
-        train(model, [([4], [4])], [([4], [4])], epochs=0)
+        TrainConfig(epochs=0)
+    with pytest.raises(ValueError, match="batch_size must be >= 1; got 0"):
+        TrainConfig(batch_size=0)
+    with pytest.raises(ValueError, match="lr must be > 0; got -0.1"):
+        TrainConfig(lr=-0.1)
     with pytest.raises(ValueError, match="at least one training pair"):
-        train(model, [], [([4], [4])], epochs=1)
+        train(model, [], [([4], [4])], TrainConfig(epochs=1))
+    with pytest.raises(TypeError, match=r"config must be a TrainConfig .* got dict"):
+        train(model, [([4], [4])], [([4], [4])], {"epochs": 1})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="clip must be > 0"):
+        TrainConfig(clip=0)
+    with pytest.raises(ValueError, match="target_exact_match must be a fraction between 0 and 1"):
+        TrainConfig(target_exact_match=99)
+    with pytest.raises(TypeError, match=r"config must be a TrainConfig .* got NoneType"):
+        train(model, [([4], [4])], [([4], [4])])
+    # the keywords of the old signature get told what to write instead
+    with pytest.raises(TypeError, match=r"not as keywords \(epochs, lr\): pass .*"
+                                        r"TrainConfig\(epochs=3, lr=0.01\)"):
+        train(model, [([4], [4])], [([4], [4])], epochs=3, lr=0.01)
 
 
 def test_reversal_configuration_follows_course_quick(monkeypatch):
@@ -175,14 +228,28 @@ def test_budget_benchmark_compares_both_configurations_and_writes_its_report(tmp
 
     configs = bench_multi30k_budget.configurations(quick=False)
     before, after = configs["before"], configs["after"]
-    assert before[0].maxout_dim == 0 and after[0].maxout_dim > 0  # shallow against deep output
-    assert before[1] == {"measure_exact_match": True, "skip_padding": False}
+    assert before.maxout_dim == 0 and after.maxout_dim > 0  # shallow against deep output
+    assert before.measure_exact_match and not before.skip_padding
+    assert not after.measure_exact_match and after.skip_padding
     out = tmp_path / "benchmarks.md"
     assert bench_multi30k_budget.main(["--quick", "--out", str(out)]) == 0
     report = out.read_text()
     assert "## Notebook 4's training budget" in report
     assert "| before | attention |" in report and "| after | vanilla |" in report
     assert "the wall time" in report and "at least 28 BLEU" in report
+
+
+def test_training_levers_benchmark_writes_its_table(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_training_levers
+
+    out = tmp_path / "benchmarks.md"
+    assert bench_training_levers.main(["--quick", "--out", str(out)]) == 0
+    report = out.read_text()
+    assert "## Levers on notebook 4's training time" in report
+    assert "| attention, 2 threads, by source, float32, batch 64 |" in report
+    assert "| attention, 1 thread, by target, float32, batch 64 |" in report
+    assert "both at once, one thread each" in report and "target of 8 minutes" in report
 
 
 def test_output_layer_benchmark_writes_its_table(tmp_path):

@@ -56,12 +56,12 @@ VOCAB = reversal_vocab(10)
 
 
 def trained_model(attention=True):
-    from course_utils.training import seed_everything, train
+    from course_utils.training import TrainConfig, seed_everything, train
 
     seed_everything(0)
-    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), 16, 32, 32, attention=attention))
+    model = build_model(ModelConfig(len(VOCAB), len(VOCAB), embed_dim=16, hidden_dim=32, attention_dim=32, attention=attention))
     train(model, make_reversal_pairs(1500, 2, 6, VOCAB, seed=1),
-          make_reversal_pairs(50, 2, 6, VOCAB, seed=2), epochs=3, progress=False)
+          make_reversal_pairs(50, 2, 6, VOCAB, seed=2), TrainConfig(epochs=3), progress=False)
     return model.eval()
 
 

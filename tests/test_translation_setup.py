@@ -46,7 +46,7 @@ def runs(tmp_path, monkeypatch):
 
 def tiny_model(data, attention: bool, seed: int = 0):
     torch.manual_seed(seed)
-    return build_model(ModelConfig(len(data.src_vocab), len(data.tgt_vocab), 8, 12, 10,
+    return build_model(ModelConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=8, hidden_dim=12, attention_dim=10,
                                    attention=attention))
 
 

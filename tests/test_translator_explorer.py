@@ -22,7 +22,7 @@ from course_utils.explorer import (
 from course_utils.models import ModelConfig, build_model
 from course_utils.plotting import plot_attention, plot_attention_grid
 from course_utils.text import build_translation_data
-from course_utils.training import seed_everything, train
+from course_utils.training import TrainConfig, seed_everything, train
 from course_utils.translation import Translation, Translator
 
 ADJECTIVES = {"red": "rote", "big": "große", "small": "kleine", "old": "alte"}
@@ -44,10 +44,10 @@ def setup():
     pairs = corpus()
     data = build_translation_data({"train": pairs * 4, "val": pairs[:20]}, min_freq=1)
     seed_everything(0)
-    config = ModelConfig(len(data.src_vocab), len(data.tgt_vocab), 24, 48, 48, attention=True)
+    config = ModelConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=24, hidden_dim=48, attention_dim=48, attention=True)
     model = build_model(config)
-    train(model, data.pairs["train"], data.pairs["val"], epochs=6, batch_size=32, lr=5e-3,
-          progress=False)
+    train(model, data.pairs["train"], data.pairs["val"],
+          TrainConfig(epochs=6, batch_size=32, lr=5e-3), progress=False)
     return data, model.eval()
 
 
@@ -126,7 +126,7 @@ def test_unknown_words_are_reported_and_bad_input_is_a_clear_error(setup, transl
     with pytest.raises(ValueError, match="one reference per sentence; got 2 references for 1"):
         translator.force(["A dog runs."], ["x", "y"])
     data, _ = setup
-    vanilla = build_model(ModelConfig(len(data.src_vocab), len(data.tgt_vocab), 8, 8, 8,
+    vanilla = build_model(ModelConfig(len(data.src_vocab), len(data.tgt_vocab), embed_dim=8, hidden_dim=8, attention_dim=8,
                                       attention=False))
     plain = Translator.from_data(vanilla, data)
     with pytest.raises(ValueError, match="no attention"):
