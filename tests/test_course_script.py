@@ -277,11 +277,14 @@ IGNORES_SIGTERM = ("import pathlib, signal, sys, time\n"
 def test_the_lab_is_asked_to_stop_with_sigterm(monkeypatch, tmp_path, signum):
     """Ctrl-C, or SIGTERM to course.py, reaches Jupyter as one SIGTERM (Jupyter's clean stop;
     tests/test_lab_interrupt.py checks it on a real server)."""
+    # what was in place before: Python's own Ctrl-C handler, or SIG_IGN where this test process
+    # was started in the background of a script (the shell then ignores SIGINT for it)
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     status, took, child = run_lab_with(monkeypatch, tmp_path, STOPS_ON_SIGTERM, signum)
     assert status == 128 + signum
     assert child.returncode == 0  # it got SIGTERM, not SIGINT, and exited by itself
     assert took < 10
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # handlers restored
+    assert {sig: signal.getsignal(sig) for sig in before} == before  # handlers restored
 
 
 @pytest.mark.skipif(os.name != "posix", reason="signals to a process group: POSIX")
