@@ -22,14 +22,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 ROOT = Path(__file__).resolve().parents[1]
 
-from course_utils.data import Vocab, iterate_batches, make_batches  # noqa: E402
+from course_utils.data import iterate_batches, make_batches  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 from course_utils.models import build_model  # noqa: E402
-from course_utils.training import seed_everything, sequence_loss  # noqa: E402
+from course_utils.training import seed_everything, training_step  # noqa: E402
 from course_utils.translation_setup import CPU, QUICK, prepare_data  # noqa: E402
 
 WARM_UP = 3
@@ -42,23 +41,11 @@ def step_time(config, data, n_batches: int, skip_padding: bool, bf16: bool) -> t
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
     batches = make_batches(data.pairs["train"], config.batch_size, seed=1)[: n_batches + WARM_UP]
-    autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16)
     start = 0.0
     for k, batch in enumerate(iterate_batches(batches, torch.device("cpu"))):
         if k == WARM_UP:
             start = time.perf_counter()
-        with autocast:
-            if skip_padding:
-                real = batch.tgt_out != Vocab.pad_id
-                logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
-                loss = F.cross_entropy(logits.float(), batch.tgt_out[real])
-            else:
-                logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
-                loss = sequence_loss(logits, batch.tgt_out)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        training_step(model, batch, optimizer, clip=1.0, bf16=bf16, skip_padding=skip_padding)
     seconds = (time.perf_counter() - start) / n_batches
     return seconds, sum(p.numel() for p in model.parameters())
 

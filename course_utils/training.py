@@ -41,6 +41,7 @@ __all__ = [
     "seed_everything",
     "sequence_loss",
     "train",
+    "training_step",
 ]
 
 
@@ -188,6 +189,37 @@ def _snapshot(
     return [to_numpy(a) for a in decoded.attention]
 
 
+def training_step(
+    model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, *, clip: float,
+    bf16: bool = False, skip_padding: bool = True,
+) -> torch.Tensor:
+    """One step of :func:`train` on ``batch`` (already on the model's device): the
+    teacher-forced forward pass (autocast to bfloat16 on CUDA or a CPU with ``bf16``), the mean
+    cross-entropy over the real target tokens (in float32), the backward pass, the gradients'
+    total norm clipped to ``clip``, and ``optimizer``'s step. Returns the loss, detached.
+
+    With ``skip_padding`` the output layer runs only at the real target positions (the same loss,
+    less arithmetic); without, over every position, padding included, and the loss ignores
+    padding. The benchmarks time this same step."""
+    device_type = batch.src.device.type
+    autocast = (torch.autocast(device_type, dtype=torch.bfloat16)
+                if bf16 and device_type in ("cuda", "cpu") else nullcontext())
+    if skip_padding:
+        real = batch.tgt_out != Vocab.pad_id  # the output layer runs only here
+        with autocast:
+            logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
+        loss = F.cross_entropy(logits.float(), batch.tgt_out[real])
+    else:
+        with autocast:
+            logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
+        loss = sequence_loss(logits, batch.tgt_out)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+    optimizer.step()
+    return loss.detach()
+
+
 def train(
     model: Seq2Seq,
     train_pairs: Sequence[Pair],
@@ -228,53 +260,34 @@ def train(
                         f"TrainConfig(epochs=3); got {type(config).__name__}")
     if not train_pairs or not val_pairs:
         raise ValueError("need at least one training pair and one validation pair")
-    epochs, batch_size, bf16 = config.epochs, config.batch_size, config.bf16
-    measure_exact_match, skip_padding = config.measure_exact_match, config.skip_padding
-    target_exact_match, seed = config.target_exact_match, config.seed
     device = torch.device(device)
     model.to(device)
-    seed_everything(seed)
-    steps_per_epoch = math.ceil(len(train_pairs) / batch_size)
+    seed_everything(config.seed)
+    steps_per_epoch = math.ceil(len(train_pairs) / config.batch_size)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
     schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, _warmup_cosine(epochs * steps_per_epoch)
+        optimizer, _warmup_cosine(config.epochs * steps_per_epoch)
     )
-    autocast = (
-        torch.autocast(device.type, dtype=torch.bfloat16)
-        if bf16 and device.type in ("cuda", "cpu")
-        else nullcontext()
-    )
-    val_batches = make_batches(val_pairs, batch_size * 2, shuffle=False,
+    val_batches = make_batches(val_pairs, config.batch_size * 2, shuffle=False,
                                sort_by=config.bucket_by)
     history = History()
     if 0 in snapshot_epochs and snapshot_pairs:
-        history.snapshots[0] = _snapshot(model, snapshot_pairs, device, batch_size)
+        history.snapshots[0] = _snapshot(model, snapshot_pairs, device, config.batch_size)
 
     show = (not quick_mode()) if progress is None else progress
-    bar = tqdm(total=epochs * steps_per_epoch, desc=description, disable=not show,
+    bar = tqdm(total=config.epochs * steps_per_epoch, desc=description, disable=not show,
                mininterval=1.0, unit="batch")
     start = time.perf_counter()
-    for epoch in range(1, epochs + 1):
+    for epoch in range(1, config.epochs + 1):
         model.train()
         running, seen = torch.zeros((), device=device), 0  # summed on the device, read per epoch
-        batches = make_batches(train_pairs, batch_size, seed=seed + epoch,
+        batches = make_batches(train_pairs, config.batch_size, seed=config.seed + epoch,
                                sort_by=config.bucket_by)
         for batch in iterate_batches(batches, device):
-            if skip_padding:
-                real = batch.tgt_out != Vocab.pad_id  # the output layer runs only here
-                with autocast:
-                    logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in, positions=real)
-                loss = F.cross_entropy(logits.float(), batch.tgt_out[real])
-            else:
-                with autocast:
-                    logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
-                loss = sequence_loss(logits, batch.tgt_out)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.clip)
-            optimizer.step()
+            loss = training_step(model, batch, optimizer, clip=config.clip, bf16=config.bf16,
+                                 skip_padding=config.skip_padding)
             schedule.step()
-            running += loss.detach() * len(batch)
+            running += loss * len(batch)
             seen += len(batch)
             bar.update()
         val_loss, token_accuracy = evaluate_loss(model, val_batches, device)
@@ -284,18 +297,19 @@ def train(
         history.val_token_accuracy.append(token_accuracy)
         shown = dict(epoch=epoch, train=f"{history.train_loss[-1]:.3f}", val=f"{val_loss:.3f}")
         exact = None
-        if measure_exact_match:
+        if config.measure_exact_match:
             exact = exact_match(greedy_decode_pairs(model, val_pairs, device=device,
-                                                    batch_size=batch_size * 2), val_pairs)
+                                                    batch_size=config.batch_size * 2), val_pairs)
             history.val_exact_match.append(exact)
             shown["exact"] = f"{exact:.1%}"
         history.seconds.append(time.perf_counter() - start)
         bar.set_postfix(shown)
         if epoch in snapshot_epochs and snapshot_pairs:
-            history.snapshots[epoch] = _snapshot(model, snapshot_pairs, device, batch_size)
+            history.snapshots[epoch] = _snapshot(model, snapshot_pairs, device, config.batch_size)
         if on_epoch_end is not None:
             on_epoch_end(epoch, model, history)
-        if target_exact_match is not None and exact is not None and exact >= target_exact_match:
+        target = config.target_exact_match
+        if target is not None and exact is not None and exact >= target:
             break
     bar.close()
     return history

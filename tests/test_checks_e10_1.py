@@ -556,3 +556,21 @@ def test_winner_is_judged_on_fresh_queries_under_the_grader():
     with run_seed(2):
         second = checks._winner_cases()
     assert not np.array_equal(first[-1][1]["W_s"], second[-1][1]["W_s"])
+
+
+def test_winners_that_two_mistakes_explain_name_both():
+    """tanh is monotone, so e_j without it and tanh(v^T ...) always share their winners: the
+    hint names both rather than one by chance."""
+    from helpers import judged_by_grader
+
+    def tanh_missing(s, H, W_s, W_h, v):
+        return int(np.argmax((W_s @ s + H @ W_h.T) @ v)) + 1
+
+    check = checks.EXERCISE.checks["winner"]
+    results = [judged_by_grader(check, tanh_missing, seed=seed) for seed in range(6)]
+    # without the tanh the largest energy is often, not always, elsewhere: most runs catch it
+    failed = [r for r in results if not r.passed]
+    assert len(failed) >= 4, [r.message for r in results]
+    for result in failed:
+        assert result.points == 0 and "alone cannot tell them apart" in result.message, result.message
+        assert "the tanh is missing" in result.message and "tanh of that dot" in result.message

@@ -32,7 +32,7 @@ def test_solution_scores_full_marks_and_exercise_scores_zero():
     exercise = get_exercise("E10.2")
     assert (exercise.auto_points, exercise.max_points) == (15, 23)
     # the attention model is the lecture's: checked in the notebook, not graded again
-    assert set(exercise.checks) == {"vanilla_context", "vanilla_step", "bleu_by_bucket",
+    assert set(exercise.checks) == {"vanilla_context", "bleu_by_bucket",
                                     "plot_bleu_by_length", "plot_loss_curves",
                                     "word_differences"}
 
@@ -194,7 +194,9 @@ def right_step(self, embedded, state, memory):
     return self.cell(torch.cat([embedded, context], -1), state), context, None
 
 
-def decoder(context=right_context, step=right_step):
+def decoder(context=right_context, step=None):
+    """A ``FixedContextDecoder`` with these methods (``step``: the library's shared one unless
+    given)."""
     methods = {}
     if context is not None:
         methods["context"] = context
@@ -215,7 +217,7 @@ def backward_first(self, state, memory):
 
 
 @pytest.mark.parametrize("context, points, expected", [
-    (right_context, 3, "final states, read from its outputs"),
+    (right_context, 5, "final states, read from its outputs; in the whole model, the same"),
     (lambda self, s, m: (m.summary, None), 0, "returns `memory.summary`"),
     (lambda self, s, m: (m.summary + 0, None), 0, "reads `memory.summary`"),
     (lambda self, s, m: (m.encoder_outputs.mean(1), None), 0, "mean of the encoder outputs"),
@@ -226,12 +228,14 @@ def backward_first(self, state, memory):
     (backward_first, 0, "wrong concatenation order: the forward state comes first"),
     (lambda self, s, m: (right_context(self, s, m)[0] + s.sum(), None), 0,
      "changes with the decoder state"),
-    (lambda self, s, m: (right_context(self, s, m)[0], m.mask.float()), 2,
+    (lambda self, s, m: (right_context(self, s, m)[0], m.mask.float()), 4,
      "no attention weights"),
     (lambda self, s, m: right_context(self, s, m)[0], 0, "must return a pair"),
     (lambda self, s, m: VanillaDecoder.context(self, s, m), 0, "calls the library's `context`"),
-    (lambda self, s, m: (right_context(self, s, m)[0].detach(), None), 2,
+    (lambda self, s, m: (right_context(self, s, m)[0].detach(), None), 3,
      "no gradient flows back from your context"),
+    (lambda self, s, m: (right_context(self, s, m)[0].detach(), m.mask.float()), 3,
+     "no attention weights: return None as the second value; and no gradient flows back"),
     (lambda self, s, m: (right_context(self, s, m)[0].numpy(), None), 0,
      "must be a torch tensor"),
     (lambda self, s, m: (torch.cat([m.encoder_outputs[:, -1, :6], right_context(self, s, m)[0]
@@ -250,60 +254,60 @@ def test_context_mistakes_get_their_named_hints(context, points, expected):
     assert (graded.points, graded.message) == (result.points, result.message)
 
 
-def swapped(self, embedded, state, memory):
+def caches_its_context(self, state, memory):  # right for the first batch only
+    if not hasattr(self, "cached"):
+        self.cached = right_context(self, state, memory)[0]
+    return self.cached, None
+
+
+def caches_it_without_grad(self, state, memory):
+    """Saves the context on ``self`` for the later steps of the batch: a fresh batch starts
+    a new one (its size changes), but a decoding batch that shrinks keeps the old rows."""
+    cached = getattr(self, "cached", None)
+    if cached is None or cached.shape[0] != memory.encoder_outputs.shape[0]:
+        self.cached = right_context(self, state, memory)[0]
+    return self.cached, None
+
+
+def keeps_a_counter(self, state, memory):  # right at the first step, wrong at the others
+    self.calls = getattr(self, "calls", 0) + 1
+    context, _ = right_context(self, state, memory)
+    return context * (1.0 if self.calls <= 3 else 0.5), None
+
+
+def swapped_step(self, embedded, state, memory):  # a step of the student's own, in the wrong order
     context, _ = self.context(state, memory)
     return self.cell(torch.cat([context, embedded], -1), state), context, None
 
 
-def caches_its_context(self, embedded, state, memory):  # right for the first batch only
-    if not hasattr(self, "cached"):
-        self.cached = self.context(state, memory)[0]
-    return self.cell(torch.cat([embedded, self.cached], -1), state), self.cached, None
-
-
-def updates_state_in_place(self, embedded, state, memory):
-    context, _ = self.context(state, memory)
-    return state.copy_(self.cell(torch.cat([embedded, context], -1), state)), context, None
-
-
-def keeps_a_counter(self, embedded, state, memory):  # right once, wrong over a sentence
-    self.calls = getattr(self, "calls", 0) + 1
-    new, context, _ = right_step(self, embedded, state, memory)
-    return new * (1.0 if self.calls == 1 else 0.5), context, None
-
-
-@pytest.mark.parametrize("step, expected", [
-    (right_step, "same logits and greedy translations"),
-    (swapped, "wrong concatenation order: the GRU cell reads [y_(i-1); c]"),
-    (lambda self, e, s, m: (s, self.context(s, m)[0], None), "the state never changes"),
-    (lambda self, e, s, m: right_step(self, e, s, m)[:2], "must return three values"),
-    (lambda self, e, s, m: super(VanillaDecoder, self).step(e, s, m),
-     "calls the library's `step`"),
-    (keeps_a_counter, "over whole sentences"),
-    (caches_its_context, "keep anything of its own between calls"),
-    (updates_state_in_place, "change `state` (an input) in place"),
-    (lambda self, e, s, m: (self.cell(torch.cat([e, m.summary], -1), s), m.summary, None),
-     "reads `memory.summary`"),
-    (None, "does not define `step`"),
+@pytest.mark.parametrize("context, step, expected", [
+    (caches_its_context, None, "keep something of its own between calls"),
+    (caches_it_without_grad, None, "keep something of its own between calls"),
+    (keeps_a_counter, None, "over whole sentences your decoder's outputs differ"),
+    (right_context, swapped_step, "or does your class change the shared `step`"),
 ])
-def test_step_mistakes_get_their_named_hints(step, expected):
-    cls = decoder(step=step)
-    result = checks.check_vanilla_step(cls)
-    assert result.passed == (step is right_step) and expected in result.message, result.message
-    graded = judged_by_grader(checks.check_vanilla_step, decoder(step=step), seed=6)
+def test_a_context_that_is_right_once_but_not_in_the_whole_model_loses_points(context, step,
+                                                                               expected):
+    cls = decoder(context=context, step=step)
+    result = checks.check_vanilla_context(cls)
+    assert 0 < result.points <= 2 and expected in result.message, result.message
+    graded = judged_by_grader(checks.check_vanilla_context, decoder(context=context, step=step),
+                              seed=6)
     assert (graded.points, graded.message) == (result.points, result.message)
 
 
-def test_the_step_is_judged_on_its_own_when_the_context_is_wrong():
-    for result in (checks.check_vanilla_step(decoder(context=last_real)),
-                   judged_by_grader(checks.check_vanilla_step, decoder(context=last_real))):
-        assert result.passed and "right context standing in for yours" in result.message
+def test_a_step_of_the_students_own_is_allowed_and_the_librarys_is_not_refused():
+    result = checks.check_vanilla_context(decoder(step=right_step))
+    assert result.passed, result.message
+    result = checks.check_vanilla_context(decoder(step=lambda self, e, s, m: super(
+        VanillaDecoder, self).step(e, s, m)))
+    assert result.passed, result.message
 
 
 def test_the_grader_takes_only_arrays_that_fit_this_runs_model():
     import json
 
-    check = checks.check_vanilla_step
+    check = checks.check_vanilla_context
     raw = json.loads(json.dumps(check.probe(decoder(), 3)))
     assert check.judge(raw, 3).passed
     assert check.judge(raw, 4).points == 0  # another run's seed: the record does not fit
@@ -319,14 +323,15 @@ def test_the_grader_takes_only_arrays_that_fit_this_runs_model():
     def nudge(node):
         node["v"][0][0][0] += 0.5  # one logit of the first sentence
 
-    assert forge(["own", "logits"], nudge).points == 0
-    assert forge(["own", "tokens"], lambda node: node["v"].reverse()).points == 0
-    claims = dict(raw, points=2, message="forged", calls=[])
+    assert forge(["logits"], nudge).points < check.points
+    assert forge(["tokens"], lambda node: node["v"].reverse()).points < check.points
+    assert forge(["context"], lambda node: node["v"][0].__setitem__(0, 9.0)).points == 0
+    claims = dict(raw, points=5, message="forged", calls=[])
     assert check.judge(claims, 3).points == 0
 
 
-def test_a_stateful_decoder_fails_every_time_not_by_chance():
-    assert not any(checks.check_vanilla_step(decoder(step=caches_its_context)).passed
+def test_a_stateful_context_fails_every_time_not_by_chance():
+    assert not any(checks.check_vanilla_context(decoder(context=caches_it_without_grad)).passed
                    for _ in range(10))
 
 
@@ -346,8 +351,8 @@ def test_the_library_steps_are_put_back_whatever_the_check_found():
     from course_utils.models import GRUDecoder
 
     before = (GRUDecoder.step, VanillaDecoder.context)
-    checks.check_vanilla_step(decoder(step=lambda self, e, s, m: super(VanillaDecoder, self)
-                                      .step(e, s, m)))
+    checks.check_vanilla_context(decoder(context=lambda self, s, m: VanillaDecoder.context(
+        self, s, m)))
     checks.check_vanilla_context(decoder(context=lambda self, s, m: 1 / 0))
     assert (GRUDecoder.step, VanillaDecoder.context) == before
 
@@ -361,13 +366,13 @@ def test_training_uses_the_students_decoder_only_once_it_passes(capsys):
 
 
 def test_a_library_method_taken_as_the_students_own_scores_zero():
-    from course_utils.models import GRUDecoder
+    from course_utils.models import AttentionDecoder
 
     borrowed = type("FixedContextDecoder", (VanillaDecoder,),
-                    {"context": right_context, "step": GRUDecoder.step})
-    result = checks.check_vanilla_step(borrowed)
-    assert result.points == 0 and "GRUDecoder.step" in result.message, result.message
-    assert judged_by_grader(checks.check_vanilla_step, borrowed).points == 0
+                    {"context": AttentionDecoder.context})
+    result = checks.check_vanilla_context(borrowed)
+    assert result.points == 0 and "AttentionDecoder.context" in result.message, result.message
+    assert judged_by_grader(checks.check_vanilla_context, borrowed).points == 0
 
 
 def test_bucketing_handed_to_the_librarys_metrics_scores_zero():
@@ -415,7 +420,7 @@ def test_without_the_graders_answers_the_fixed_cases_still_check_and_name_mistak
     """A handout has no checks/hidden_e10_2.py: its checks run the fixed cases (answers
     stored as constants), name the usual mistakes there and say that the grader adds fresh
     cases. A function that only recites the stored answers fails once graded."""
-    from course_utils.checks import bleu_by_length, decoders, word_errors
+    from course_utils.checks import bleu_by_length, word_errors
 
     solution = functions(SOLUTION)
 
@@ -425,7 +430,7 @@ def test_without_the_graders_answers_the_fixed_cases_still_check_and_name_mistak
 
     assert checks.check_bleu_by_bucket(recited).passed  # the fixed case, in a notebook
     assert judged_by_grader(checks.check_bleu_by_bucket, recited, seed=7).points == 0
-    for module in (bleu_by_length, decoders, word_errors):
+    for module in (bleu_by_length, word_errors):
         monkeypatch.setattr(module, "HIDDEN", None)
     for check in checks.EXERCISE.checks.values():
         result = check(solution[check.target])
@@ -441,15 +446,3 @@ def test_without_the_graders_answers_the_fixed_cases_still_check_and_name_mistak
         assert not result.passed and (hint or "BLEU is a corpus statistic") in result.message
     result = checks.check_bleu_by_bucket(bucketed(RIGHT, empty_is_zero=True))
     assert result.points == 2 and "an empty bucket must map to None" in result.message
-
-
-def test_without_the_graders_answers_a_wrong_context_holds_the_step_back(monkeypatch):
-    """A handout has no right context to stand in for a wrong one: the step check asks for the
-    context first; a right decoder still passes both parts there."""
-    from course_utils.checks import decoders
-
-    monkeypatch.setattr(decoders, "HIDDEN", None)
-    result = checks.check_vanilla_step(decoder(context=last_real))
-    assert result.points == 0 and "does not pass its check yet" in result.message, result
-    assert checks.check_vanilla_context(decoder()).passed
-    assert checks.check_vanilla_step(decoder()).passed

@@ -2,6 +2,7 @@
 
 import csv
 import math
+import shutil
 
 import nbformat
 import pytest
@@ -139,8 +140,15 @@ def test_grading_again_reuses_unchanged_results_and_only_regrades(graded):
     # honest grades are reused; a timeout, a crash or a memory stop is always tried again
     assert all((again[s].seconds == results[s].seconds) == (results[s].status in REUSED)
                for s in results)
-    nbformat.write(nbformat.read(SOLUTION, as_version=4), folder / "untouched.ipynb")
-    third = {r.student: r for r in grade_folder("E10.1", folder, out, only=["good"],
+    # the third run on three of them (so the timeout and crashes are not tried a third time),
+    # with this gradebook's cache: one forced, one changed, one unchanged
+    few, few_out = folder.parent / f"{folder.name}-few", out.parent / f"{out.name}-few"
+    few.mkdir()
+    for student in ("good", "renamed"):
+        shutil.copy(folder / f"{student}.ipynb", few)
+    nbformat.write(nbformat.read(SOLUTION, as_version=4), few / "untouched.ipynb")
+    shutil.copytree(out / ".cache", few_out / ".cache")
+    third = {r.student: r for r in grade_folder("E10.1", few, few_out, only=["good"],
                                                 limits=LIMITS, progress=False)}
     assert third["good"].seconds != results["good"].seconds  # forced
     assert third["untouched"].total() == 8  # changed, so regraded

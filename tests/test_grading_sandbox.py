@@ -156,30 +156,34 @@ def test_files_jupyter_opens_are_graded_and_ids_cannot_become_formulas(tmp_path)
 
 
 def test_the_cache_keeps_only_honest_grades_under_the_same_limits(tmp_path):
+    """Reused: an unchanged submission graded under the same limits. Not reused: other limits,
+    or an entry not signed by this course (a timeout is never reused either:
+    test_grading.py::test_grading_again_reuses_unchanged_results_and_only_regrades)."""
     subs, out = tmp_path / "subs", tmp_path / "out"
     subs.mkdir()
     nbformat.write(nbformat.read(SOLUTION, as_version=4), subs / "good.ipynb")
-    nbformat.write(solution_with("import time\ntime.sleep(3600)"), subs / "slow.ipynb")
-    tight = calibrated_limits(cell_seconds=10, total_seconds=90)
-    first = {r.student: r for r in grade_folder("E10.1", subs, out, limits=tight,
-                                                progress=False)}
-    assert first["slow"].status == "timeout" and first["good"].total() == 8
-    second = {r.student: r for r in grade_folder("E10.1", subs, out, limits=tight,
-                                                 progress=False)}
-    assert second["good"].seconds == first["good"].seconds  # reused
-    assert second["slow"].seconds != first["slow"].seconds  # a timeout is always retried
-    looser = calibrated_limits(cell_seconds=11, total_seconds=90)
-    third = {r.student: r for r in grade_folder("E10.1", subs, out, limits=looser,
-                                                progress=False)}
-    assert third["good"].seconds != second["good"].seconds  # other limits: graded again
+    nbformat.write(nbformat.read(ROOT / "exercises" / SOLUTION.name, as_version=4),
+                   subs / "untouched.ipynb")
+
+    def grade(cell_seconds):
+        limits = calibrated_limits(cell_seconds=cell_seconds, total_seconds=90)
+        return {r.student: r for r in grade_folder("E10.1", subs, out, limits=limits,
+                                                   progress=False)}
+
+    first = grade(10)
+    assert first["good"].total() == 8 and first["untouched"].total() == 0
+    second = grade(10)
+    assert all(second[s].seconds == first[s].seconds for s in first)  # reused
+    third = grade(11)
+    assert all(third[s].seconds != second[s].seconds for s in first)  # other limits: regraded
     # a forged cache entry (full marks, unsigned or signed with another key) is not trusted
-    entry = json.loads((out / ".cache" / "slow.json").read_text())
-    entry["result"].update(status="graded", points={"energies": 3, "softmax": 2,
-                                                    "context": 2, "most_attended": 1})
-    (out / ".cache" / "slow.json").write_text(json.dumps(entry))
-    fourth = {r.student: r for r in grade_folder("E10.1", subs, out, limits=looser,
-                                                 progress=False)}
-    assert fourth["slow"].status == "timeout"
+    entry = json.loads((out / ".cache" / "untouched.json").read_text())
+    entry["result"]["points"] = {"energies": 3, "softmax": 2, "context": 2, "most_attended": 1}
+    (out / ".cache" / "untouched.json").write_text(json.dumps(entry))
+    fourth = grade(11)
+    assert fourth["untouched"].total() == 0 and fourth["untouched"].seconds != third[
+        "untouched"].seconds
+    assert fourth["good"].seconds == third["good"].seconds  # its own entry is still good
 
 
 def test_feedback_escapes_what_the_student_controls_and_cuts_long_messages(tmp_path):
@@ -286,12 +290,12 @@ def test_points_a_kernel_claims_are_never_taken():
 
     result = GradeResult("x", "graded")
     add_parts(result, "E10.2", [
-        PART + json.dumps({"name": "vanilla_step", "probe": {"points": 4000, "message": "ok"}}),
+        PART + json.dumps({"name": "bleu_by_bucket", "probe": {"points": 4000, "message": "ok"}}),
         PART + json.dumps({"name": "vanilla_context", "probe": {"points": float("nan")}}),
         PART + json.dumps({"name": "plot_loss_curves", "probe": {"points": -5}}),
         PART + json.dumps({"name": "made_up", "probe": {"points": 5}}),
     ], seed=1)
-    assert result.points == {"vanilla_step": 0.0, "vanilla_context": 0.0,
+    assert result.points == {"bleu_by_bucket": 0.0, "vanilla_context": 0.0,
                              "plot_loss_curves": 0.0}
 
 

@@ -27,6 +27,7 @@ from course_utils.training import (
     seed_everything,
     sequence_loss,
     train,
+    training_step,
 )
 
 VOCAB = reversal_vocab(8)
@@ -83,6 +84,27 @@ def test_training_lowers_the_loss_and_records_every_epoch():
     assert history.val_loss[-1] < history.val_loss[0]
     assert len(history.train_loss) == len(history.val_exact_match) == len(history.seconds) == 3
     assert history.seconds == sorted(history.seconds)
+
+
+def test_skipping_the_padding_changes_neither_the_loss_nor_the_step():
+    """training_step, train()'s step: the output layer run only at real target positions gives
+    the loss and the update of running it everywhere, padding included."""
+    batch = collate(make_reversal_pairs(16, 2, 9, VOCAB, seed=3))
+    assert (batch.tgt_out == 0).any()  # lengths differ, so the batch has padding
+    models, losses = [], []
+    for skip in (True, False):
+        seed_everything(0)
+        model = build_model(ModelConfig(len(VOCAB), len(VOCAB), embed_dim=8, hidden_dim=16,
+                                        attention_dim=16, maxout_dim=4))
+        optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+        before = [p.detach().clone() for p in model.parameters()]
+        losses.append(training_step(model, batch, optimizer, clip=1.0, skip_padding=skip))
+        assert not losses[-1].requires_grad
+        assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+        models.append(model)
+    torch.testing.assert_close(losses[0], losses[1])
+    for a, b in zip(*(m.parameters() for m in models)):
+        torch.testing.assert_close(a, b)
 
 
 def test_cpu_training_is_reproducible_with_a_seed():

@@ -1,15 +1,17 @@
 """A student's decoder class, run against the library's on fresh weights (E10.2's kernel side).
 
 E10.2 asks for a decoder that subclasses the library's :class:`~course_utils.models.VanillaDecoder`
-and writes its own ``context`` and ``step``. Its checks build a small library model with random
-weights from a seed (:func:`fresh_model`), load those weights into the student's class
-(:func:`student_model`), and run it on a padded batch. This module is what runs in the
-student's kernel (the ``adapt`` of each part, :func:`adapt_context` and :func:`adapt_step`):
-it reports plain data (tensors as arrays, tokens, whether the weights are ``None``), which
-:mod:`course_utils.checks.e10_2` judges in the grader after rebuilding the same model from the
-seed. While the student's decoder runs, the library's own ``step`` and ``context`` refuse to do
-the work (:func:`library_steps_refused`), and ``memory.summary``, the library's answer, is
-hidden (:class:`Hidden`).
+and writes its own ``context``; its recurrent step is the one every library decoder shares
+(:meth:`~course_utils.models.GRUDecoder.step`, which the student wrote for the attention model
+in notebook 3). The check builds a small library model with random weights from a seed
+(:func:`fresh_model`), loads those weights into the student's class (:func:`student_model`),
+and runs it on a padded batch: one call of ``context``, and the whole model over sentences,
+greedily and on a second, smaller batch. This module is what runs in the student's kernel (the
+part's ``adapt``, :func:`adapt_context`): it reports plain data (tensors as arrays, tokens,
+whether the weights are ``None``), which :mod:`course_utils.checks.e10_2` judges in the grader
+after rebuilding the same model from the seed. While the student's decoder runs, the library's
+own ``context`` refuses to do the work (:func:`library_context_refused`), and in the single
+call ``memory.summary``, the library's answer, is hidden (:class:`Hidden`).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import threading
 from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import replace
-from types import ModuleType
 
 import torch
 
@@ -28,23 +29,17 @@ from course_utils.data import Vocab
 from course_utils.decoding import greedy_decode
 from course_utils.models import (
     DecoderMemory,
-    GRUDecoder,
     ModelConfig,
     Seq2Seq,
     VanillaDecoder,
     build_model,
 )
 
-HIDDEN: ModuleType | None
-try:  # the grader's right context, which stands in for a wrong one; a handout has no such module
-    import course_utils.checks.hidden_e10_2 as HIDDEN
-except ImportError:
-    HIDDEN = None
-
 CONFIG = ModelConfig(src_vocab_size=23, tgt_vocab_size=19, embed_dim=8, hidden_dim=6,
                       attention_dim=6, attention=False, dropout=0.0, maxout_dim=4)
 LENGTHS = (7, 3, 1, 5)  # padded to 7: one full row, a one-token sentence, two in between
 GIVEN = "a batch of 4 sentences of 7, 3, 1 and 5 tokens (padded to 7)"
+SHUFFLED = torch.tensor([2, 0, 3, 1])  # the same batch in another order: new rows, same size
 
 
 class Hidden(torch.Tensor):
@@ -114,24 +109,20 @@ def memory_of(library: Seq2Seq, src: torch.Tensor, lengths: torch.Tensor) -> Dec
 
 
 @contextmanager
-def library_steps_refused():
-    """While the student's decoder runs, the library's own ``step`` and ``context`` (reached by
-    ``super()``) fail with a message instead of doing the work."""
-    saved = GRUDecoder.step, VanillaDecoder.context
+def library_context_refused():
+    """While the student's decoder runs, the library's own ``context`` (reached by ``super()``)
+    fails with a message instead of doing the work."""
+    saved = VanillaDecoder.context
 
-    def refuse(what: str):
-        def refused(self, *args, **kwargs):
-            raise CheckFailed(f"your decoder calls the library's `{what}` (through `super()`): "
-                              "write it yourself")
-        return refused
+    def refused(self, *args, **kwargs):
+        raise CheckFailed("your decoder calls the library's `context` (through `super()`): "
+                          "write it yourself")
 
-    setattr(GRUDecoder, "step", refuse("step"))  # noqa: B010 (mypy: no method assignment)
-    setattr(VanillaDecoder, "context", refuse("context"))  # noqa: B010
+    setattr(VanillaDecoder, "context", refused)  # noqa: B010 (mypy: no method assignment)
     try:
         yield
     finally:
-        setattr(GRUDecoder, "step", saved[0])  # noqa: B010
-        setattr(VanillaDecoder, "context", saved[1])  # noqa: B010
+        setattr(VanillaDecoder, "context", saved)  # noqa: B010
 
 
 def require_method(decoder_class: type, method: str) -> None:
@@ -167,16 +158,17 @@ def as_data(value: object) -> object:
 
 def context_raw(decoder_class: type, seed: int) -> dict:
     """The student's ``context`` on this seed's batch, as plain data: the pair it returned,
-    the context for two different decoder states, whether the weights are ``None``, and the
-    gradient its context passes back to the encoder outputs."""
-    library, src, lengths, _ = fresh_model(seed)
+    the context for two different decoder states, whether the weights are ``None``, the
+    gradient its context passes back to the encoder outputs, and the whole model's outputs
+    (:func:`sentences_raw`)."""
+    library, src, lengths, tgt_in = fresh_model(seed)
     model = student_model(decoder_class, library)
     require_method(decoder_class, "context")
     memory = memory_of(library, src, lengths)
     hidden = replace(memory, summary=hidden_summary())
     states = decoder_states(seed, 2)
     got = []
-    with torch.no_grad(), library_steps_refused():
+    with torch.no_grad(), library_context_refused():
         for state in states:
             got.append(call_student(model.decoder.context, state, hidden, given=GIVEN))
     result = got[0]
@@ -195,45 +187,39 @@ def context_raw(decoder_class: type, seed: int) -> dict:
     outputs = memory.encoder_outputs.detach().clone().requires_grad_(True)
     hidden = replace(memory, encoder_outputs=outputs, summary=hidden_summary())
     try:
-        with torch.enable_grad(), library_steps_refused():
+        with torch.enable_grad(), library_context_refused():
             context, _ = call_student(model.decoder.context, states[0], hidden, given=GIVEN)
             if isinstance(context, torch.Tensor) and context.requires_grad:
                 context.sum().backward()
     except CheckFailed as failed:
         raw["grad_error"] = failed.message
     raw["grad"] = as_data(outputs.grad)
+    raw.update(sentences_raw(model, src, lengths, tgt_in))
     return raw
 
 
-def step_raw(decoder_class: type, seed: int) -> dict:
-    """The student's ``step`` (one step, whole sentences, greedy decoding, a second batch) on
-    this seed's batch, as plain data."""
-    library, src, lengths, tgt_in = fresh_model(seed)
-    model = student_model(decoder_class, library)
-    memory = memory_of(library, src, lengths)
-    hidden = replace(memory, summary=hidden_summary())
-    embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
-    state = decoder_states(seed, 1)[0]
-    given = f"{GIVEN} and one step's embedded previous words"
-    with torch.no_grad(), library_steps_refused():
-        result = call_student(model.decoder.step, embedded, state, hidden, given=given)
-        raw: dict = {"triple": isinstance(result, tuple) and len(result) == 3,
-                     "type": type(result).__name__[:80],
-                     "length": len(result) if isinstance(result, tuple) else None}
-        if not raw["triple"]:
-            return raw
-        new_state, context, weights = result
-        raw.update(state=as_data(new_state), context=as_data(context), weights_none=weights is None)
+def sentences_raw(model: Seq2Seq, src: torch.Tensor, lengths: torch.Tensor,
+                  tgt_in: torch.Tensor) -> dict:
+    """The student's decoder in the whole model, with the library's shared step calling its
+    ``context`` at every step: the teacher-forced logits, the greedy translations, and the
+    logits of two more batches (a smaller one; one of the same size, its rows shuffled), as
+    plain data."""
+    raw: dict = {}
+    with torch.no_grad(), library_context_refused():
         try:
-            raw["logits"] = as_data(call_student(model, src, lengths, tgt_in, given=given)[0])
+            raw["logits"] = as_data(call_student(model, src, lengths, tgt_in,
+                                                 given=f"{GIVEN}, teacher-forced")[0])
         except CheckFailed as failed:
             raw["sentences_error"] = failed.message
             return raw
-        # greedy decoding drops finished sentences from the batch, and the same decoder then
-        # runs on a smaller batch: a step that keeps anything of its own between calls (a
-        # cached context, a counter) shows here, whatever the random inputs
+        # a context that keeps anything of its own between calls (saved on `self` at the first
+        # step, a counter) shows in a batch of the same size with other rows, in greedy decoding
+        # (which drops finished sentences, so the batch shrinks) or in a smaller batch
         few = slice(1, 3)
         try:
+            raw["shuffled"] = as_data(call_student(model, src[SHUFFLED], lengths[SHUFFLED],
+                                                   tgt_in[SHUFFLED],
+                                                   given="the batch with its rows shuffled")[0])
             raw["tokens"] = call_student(lambda: greedy_decode(model, src, lengths,
                                                                max_len=8).tokens,
                                          given=f"{GIVEN}, decoded greedily")
@@ -256,43 +242,11 @@ def reported(raw: Callable[[], dict]) -> dict:
         return {"error": failed.message}
 
 
-#: Why the step is not judged on its own in a handout, where no right context can stand in
-NO_STAND_IN = ("your `context` does not pass its check yet (vanilla_context): fix it first, "
-               "then this check judges your `step` with it (when graded, the step is judged with "
-               "a right context standing in for yours)")
-
-
 def adapt_context(decoder_class: object) -> Callable:
     student_class(decoder_class)
 
     def run(seed: int) -> dict:
         return reported(lambda: context_raw(decoder_class, seed))  # type: ignore[arg-type]
-
-    run.__name__ = "FixedContextDecoder"
-    return run
-
-
-def adapt_step(decoder_class: object) -> Callable:
-    """The step's runs: the student's decoder as written (``own``), and with a right context
-    standing in for the student's (``alone``), which the grader judges when the student's
-    context does not pass (only where :mod:`course_utils.checks.hidden_e10_2` is: a handout has
-    no right context to stand in); and the context's own run, from which the grader decides that."""
-    cls = student_class(decoder_class)
-    # the right context is the grader's (checks/hidden_e10_2.py); a handout has none
-    alone = (type("StepOnly", (cls,), {"context": HIDDEN.reference_context}) if HIDDEN
-             else None)
-
-    def run(seed: int) -> dict:
-        def step(decoder: type) -> dict:
-            library, *_ = fresh_model(seed)
-            student_model(cls, library)  # a class that does not build: named first
-            require_method(cls, "step")
-            return step_raw(decoder, seed)
-
-        return {"context": reported(lambda: context_raw(cls, seed)),
-                "own": reported(lambda: step(cls)),
-                "alone": (reported(lambda: step(alone)) if alone is not None
-                          else {"error": NO_STAND_IN})}
 
     run.__name__ = "FixedContextDecoder"
     return run

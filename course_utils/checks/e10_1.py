@@ -26,7 +26,7 @@ from course_utils.attention import additive_attention
 from course_utils.attention import softmax as reference_softmax
 from course_utils.checks.calling import CheckFailed, call_student, student_line, try_run
 from course_utils.checks.framework import Exercise
-from course_utils.checks.hints import named_mistake
+from course_utils.checks.hints import named_mistake, raise_explained
 from course_utils.checks.probes import fresh_seed
 
 __all__ = ["EXERCISE", "INPUTS", "SECOND_QUERY", "check_context", "check_energies",
@@ -422,14 +422,15 @@ def check_most_attended(most_attended: Callable) -> str:
 
 
 def _winner_cases(seed: int = 11) -> list[tuple[str, dict[str, np.ndarray]]]:
-    """E10.1, its second query, v turned negative, then fresh inputs (four with every size 3,
-    where a mixed-up formula still runs, two of other sizes), none with a near tie."""
+    """E10.1, its second query, v turned negative, then fresh inputs (eight with every size 3,
+    where a mixed-up formula still runs and has its own winners, two of other sizes), none
+    with a near tie."""
     rng = np.random.default_rng(fresh_seed(seed))
     second = {**INPUTS, "decoder_state": SECOND_QUERY}
     cases = [("the E10.1 inputs", INPUTS), ("the second query s_0' = [0.5, -0.5]", second),
              ("the second query with v = [-1, -1]", {**second, "v": -INPUTS["v"]})]
-    while len(cases) < 9:
-        size = 3 if len(cases) < 7 else int(rng.integers(4, 6))
+    while len(cases) < 13:
+        size = 3 if len(cases) < 11 else int(rng.integers(4, 6))
         inputs = _random_inputs(int(rng.integers(1 << 30)), dec_dim=3, enc_dim=size,
                                 attn_dim=3, src_len=int(rng.integers(3, 7)))
         top = np.sort(additive_attention(**_rename(inputs)).energies)[-2:]
@@ -483,10 +484,9 @@ def check_winner(winner: Callable) -> str:
            "Does `winner` use your `compute_energies`, and does it pass its check?")
           for hint, formula in _ENERGY_MISTAKES],
     ]
-    for answers, hint in mistakes:  # a mistake that explains every answer, a wrong one too
-        if all(a in (None, g) for a, g in zip(answers, got)) and any(
-                answers[i] == got[i] for i in wrong):
-            raise CheckFailed(hint.format(**_sizes(cases[wrong[0]][1])))
+    raise_explained(hint.format(**_sizes(cases[wrong[0]][1])) for answers, hint in mistakes
+                    if all(a in (None, g) for a, g in zip(answers, got))  # each answer, and
+                    and any(answers[i] == got[i] for i in wrong))  # a wrong one too
     raise CheckFailed(f"on {cases[wrong[0]][0]}, that position does not have the largest weight")
 
 

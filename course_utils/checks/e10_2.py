@@ -2,17 +2,19 @@
 
 Part 1 has two sides. The fixed-context ("Day 7 style") decoder is new and graded: a subclass
 of the library's :class:`~course_utils.models.VanillaDecoder`, ``FixedContextDecoder``, with its
-own ``context`` and ``step``. The checks build a small model with random weights and inputs
-(fresh in each grading run), load the same weights into the student's class and compare:
+own ``context``. Its recurrent step is the one every library decoder shares
+(:meth:`~course_utils.models.GRUDecoder.step`), which the student already wrote for the
+attention model in notebook 3: asking for it again would grade a transcription of the library.
+The check, ``vanilla_context``, builds a small model with random weights and inputs (fresh in
+each grading run), loads the same weights into the student's class and compares:
+``context(state, memory)`` must give the encoder's final states, ``[forward at the last real
+token; backward at the first]``, read from ``memory.encoder_outputs`` and ``memory.mask`` (the
+check hides ``memory.summary``, which is the library's answer), the same vector at every step,
+no attention weights and a gradient back to the encoder outputs; and in the whole model, the
+logits, greedy translations and a second batch's logits must equal the library's (a context
+saved on ``self`` between calls fails there).
 
-- ``vanilla_context``: ``context(state, memory)`` must give the encoder's final states,
-  ``[forward at the last real token; backward at the first]``, read from
-  ``memory.encoder_outputs`` and ``memory.mask`` (the check hides ``memory.summary``, which is
-  the library's answer), the same vector at every step, and no attention weights;
-- ``vanilla_step``: ``step(embedded, state, memory)`` must give the library's ``(s_i, c_i,
-  None)``, so that the whole model's logits and greedy outputs equal the library's.
-
-Under ``course-grade`` both are judged in the grader: their ``adapt``
+Under ``course-grade`` it is judged in the grader: its ``adapt``
 (:mod:`course_utils.checks.decoders`) runs the student's class in the kernel on the run's seed
 and reports plain data; the grader rebuilds the same library model from the seed and decides.
 
@@ -45,11 +47,9 @@ from course_utils.checks.bleu_by_length import (
 from course_utils.checks.calling import CheckFailed
 from course_utils.checks.decoders import (
     GIVEN,
-    HIDDEN,
+    SHUFFLED,
     adapt_context,
-    adapt_step,
     close,
-    decoder_states,
     fresh_model,
     memory_of,
 )
@@ -63,10 +63,20 @@ from course_utils.checks.lecture import (
 from course_utils.checks.probes import fresh_seed
 from course_utils.checks.word_errors import judge_word_differences
 from course_utils.decoding import greedy_decode
-from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder, VanillaDecoder
+from course_utils.models import (
+    AttentionDecoder,
+    DecoderMemory,
+    GRUDecoder,
+    Seq2Seq,
+    VanillaDecoder,
+)
 
-#: the grader's answers (checks/hidden_e10_2.py, absent from a handout): calling them earns nothing
-GRADERS = ("course_utils.checks.hidden_e10_2",) if HIDDEN else ()
+try:  # the grader's answers (checks/hidden_e10_2.py), absent from a handout
+    import course_utils.checks.hidden_e10_2  # noqa: F401
+except ImportError:
+    GRADERS: tuple[str, ...] = ()
+else:  # calling them earns nothing
+    GRADERS = ("course_utils.checks.hidden_e10_2",)
 
 __all__ = [
     "BUCKETS",
@@ -76,7 +86,6 @@ __all__ = [
     "check_loss_curves",
     "check_plot_bleu",
     "check_vanilla_context",
-    "check_vanilla_step",
     "check_word_differences",
     "uses_only_yours",
     "vanilla_decoder_to_train",
@@ -108,13 +117,6 @@ def _raise_reported(raw: dict, key: str) -> None:
         raise CheckFailed(str(raw[key])[:1000])
 
 
-def _require_no_weights(raw: dict, right: str, position: str, points: int) -> None:
-    """The vanilla decoder returns ``None`` for the attention weights: ``points`` if not."""
-    if raw.get("weights_none") is not True:
-        raise CheckFailed(f"{right}, but the vanilla decoder has no attention weights: return "
-                          f"None as the {position} value", points=points)
-
-
 def _judge_context(raw: object, seed: int) -> str:
     raw = _result(raw)
     if not raw.get("pair"):
@@ -124,7 +126,7 @@ def _judge_context(raw: object, seed: int) -> str:
         raise CheckFailed("`context` returns `memory.summary`: that is the library's answer, "
                           "and this check hides it. Read the final states from "
                           "`memory.encoder_outputs`, with `memory.mask`")
-    library, src, lengths, _ = fresh_model(seed)
+    library, src, lengths, tgt_in = fresh_model(seed)
     memory = memory_of(library, src, lengths)
     expected = memory.summary
     context = _tensor(raw.get("context"))
@@ -141,19 +143,57 @@ def _judge_context(raw: object, seed: int) -> str:
         raise_named(context, _context_mistakes(memory, lengths), close)
         raise CheckFailed(f"the context differs from the encoder's final states for {GIVEN}: "
                           "[forward half at the last real token; backward half at position 0]")
-    _require_no_weights(raw, "right context", "second", points=2)
-    _raise_reported(raw, "grad_error")
+    # the values are right: each fault that is left costs part of the points, and is named
+    faults: list[tuple[int, str]] = []
+    if raw.get("weights_none") is not True:
+        faults.append((POINTS - 1, "the vanilla decoder has no attention weights: return None "
+                                   "as the second value"))
     outputs = memory.encoder_outputs
     half = outputs.shape[-1] // 2
     want = torch.zeros_like(outputs)  # 1 at the positions read, 0 elsewhere
     want[torch.arange(len(lengths)), lengths - 1, :half] = 1
     want[:, 0, half:] = 1
-    if not close(_tensor(raw.get("grad")), want):
-        raise CheckFailed("right values, but no gradient flows back from your context to the "
-                          "encoder outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
-                          "built from numbers?): training could not teach the encoder anything "
-                          "through it", points=2)
-    return "the encoder's final states, read from its outputs"
+    if raw.get("grad_error"):
+        faults.append((POINTS - 2, str(raw["grad_error"])[:300]))
+    elif not close(_tensor(raw.get("grad")), want):
+        faults.append((POINTS - 2, "no gradient flows back from your context to the encoder "
+                                   "outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
+                                   "built from numbers?): training could not teach the encoder "
+                                   "anything through it"))
+    whole = _judge_sentences(raw, library, src, lengths, tgt_in)
+    if whole:
+        faults.append((POINTS - 3, whole))
+    if faults:
+        raise CheckFailed("right values, but " + "; and ".join(message for _, message in faults),
+                          points=min(points for points, _ in faults))
+    return ("the encoder's final states, read from its outputs; in the whole model, the same "
+            "logits and greedy translations as the library's vanilla decoder")
+
+
+def _judge_sentences(raw: dict, library: Seq2Seq, src: torch.Tensor, lengths: torch.Tensor,
+                     tgt_in: torch.Tensor) -> str | None:
+    """What is wrong with the whole model's outputs (:func:`decoders.sentences_raw`), if
+    anything: there the library's shared step calls the student's ``context`` at every step."""
+    if raw.get("sentences_error"):
+        return f"over whole sentences your decoder fails: {str(raw['sentences_error'])[:300]}"
+    if raw.get("later_error"):
+        return (f"{str(raw['later_error'])[:300]}. The first batch worked, so `context` seems "
+                "to keep something of its own between calls (e.g. a context saved on `self`): "
+                "compute it from its arguments every time")
+    with torch.no_grad():
+        want_logits, _ = library(src, lengths, tgt_in)
+        want_tokens = greedy_decode(library, src, lengths, max_len=8).tokens
+        few = slice(1, 3)
+        want_few, _ = library(src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
+        want_shuffled, _ = library(src[SHUFFLED], lengths[SHUFFLED], tgt_in[SHUFFLED])
+    if not close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
+            raw.get("tokens"), want_tokens) or not close(_tensor(raw.get("few")), want_few) \
+            or not close(_tensor(raw.get("shuffled")), want_shuffled):
+        return ("over whole sentences your decoder's outputs differ from the library's: does "
+                "`context` keep something of its own between calls (e.g. a context saved on "
+                "`self` for the next step or batch), or does your class change the shared "
+                "`step`? Compute the context from `memory` every time")
+    return None
 
 
 def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tuple[torch.Tensor,
@@ -188,78 +228,15 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
     ]
 
 
-@EXERCISE.check("vanilla_context", points=3, target="FixedContextDecoder",
+#: the fixed-context decoder's points: its one method, checked alone and in the whole model
+POINTS = 5
+
+
+@EXERCISE.check("vanilla_context", points=POINTS, target="FixedContextDecoder",
                 adapt=adapt_context, own_work=GRADERS)
 def check_vanilla_context(run: Callable) -> str:
     seed = fresh_seed(80)
     return _judge_context(run(seed), seed)
-
-
-def _swapped_step(self, embedded, state, memory):
-    context, _ = self.context(state, memory)
-    return self.cell(torch.cat([context, embedded], -1), state), context, None
-
-
-@EXERCISE.check("vanilla_step", points=2, target="FixedContextDecoder", adapt=adapt_step)
-def check_vanilla_step(run: Callable) -> str:
-    seed = fresh_seed(90)
-    runs = run(seed)
-    if not isinstance(runs, dict):
-        raise CheckFailed("FixedContextDecoder reported no result")
-    try:
-        own_context = bool(_judge_context(runs.get("context"), seed))
-    except (CheckFailed, NotImplementedError):
-        own_context = False
-    # judge the step alone when the context is wrong: a right one stands in for the student's
-    raw = _result(runs.get("own" if own_context else "alone"))
-    if not raw.get("triple"):
-        raise CheckFailed(f"`step` must return three values (s_i, c_i, None); got "
-                          f"{str(raw.get('type'))[:80]}"
-                          + (f" of {raw['length']}" if isinstance(raw.get("length"), int)
-                             else ""))
-    library, src, lengths, tgt_in = fresh_model(seed)
-    memory = memory_of(library, src, lengths)
-    embedded = library.decoder.embedding(tgt_in[:, 0]).detach()
-    state = decoder_states(seed, 1)[0]
-    with torch.no_grad():
-        want_state, want_context, _ = library.decoder.step(embedded, state, memory)
-        mistakes = [
-            (_swapped_step(library.decoder, embedded, state, memory)[0],
-             "wrong concatenation order: the GRU cell reads [y_(i-1); c], the embedded word "
-             "first, then the context"),
-            (state, "the state never changes: s_i = self.cell(input, s_(i-1)) is the new state "
-                    "to return"),
-        ]
-    new_state = _tensor(raw.get("state"))
-    if not close(_tensor(raw.get("context")), want_context):
-        raise CheckFailed("the second value must be this step's context c_i (from "
-                          "`self.context(state, memory)`)")
-    if not close(new_state, want_state):
-        raise_named(new_state, mistakes, close)
-        raise CheckFailed("the new state s_i differs from the library's: "
-                          "s_i = GRUCell([y_(i-1); c], s_(i-1))")
-    _require_no_weights(raw, "right state and context", "third", points=1)
-    _raise_reported(raw, "sentences_error")
-    if raw.get("later_error"):
-        raise CheckFailed(f"{str(raw['later_error'])[:300]}. The first batch worked, so `step` "
-                          "seems to keep anything of its own between calls (e.g. a context "
-                          "saved on `self`): compute everything from its arguments")
-    with torch.no_grad():
-        want_logits, _ = library(src, lengths, tgt_in)
-        want_tokens = greedy_decode(library, src, lengths, max_len=8).tokens
-        few = slice(1, 3)
-        want_few, _ = library(src[few, :int(lengths[few].max())], lengths[few], tgt_in[few])
-    tokens = raw.get("tokens")
-    if not close(_tensor(raw.get("logits")), want_logits) or not _same_tokens(
-            tokens, want_tokens) or not close(_tensor(raw.get("few")), want_few):
-        raise CheckFailed("one step is right, but over whole sentences your decoder's outputs "
-                          "differ from the library's: does `step` keep anything of its own "
-                          "between calls (e.g. a context saved on `self`), or change `state` "
-                          "(an input) in place? Return new tensors")
-    if not own_context:
-        return ("`step` is right (judged with a right context standing in for yours, which "
-                "does not pass its check yet)")
-    return "same logits and greedy translations as the library's vanilla decoder"
 
 
 def _same_tokens(got: object, want: list[list[int]]) -> bool:
@@ -330,10 +307,9 @@ def uses_only_yours(decoder_class: type) -> bool:
 
 def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
     """The decoder class to train the vanilla model with: the student's ``FixedContextDecoder``
-    once both its checks pass; until then the library's :class:`VanillaDecoder`, with a printed
+    once its check passes; until then the library's :class:`VanillaDecoder`, with a printed
     note, so the rest of the notebook can run."""
-    results = [check(decoder_class) for check in (check_vanilla_context, check_vanilla_step)]
-    if all(r.passed for r in results):
+    if check_vanilla_context(decoder_class).passed:
         print("vanilla model: your FixedContextDecoder")
         return decoder_class  # type: ignore[return-value]
     print("vanilla model: the library's VanillaDecoder, because your FixedContextDecoder does "

@@ -4,8 +4,7 @@ graded run.
 A student's copy of the course (``course-handout``) leaves out every ``checks/hidden_*.py``:
 there, :mod:`course_utils.checks.word_errors` and :mod:`course_utils.checks.bleu_by_length`
 check their fixed cases, whose answers are constants stored in those modules, and say that the
-grader adds fresh cases; :mod:`course_utils.checks.decoders` judges the step only with the
-student's own context. The grader runs from the course's repository, where this module is. A
+grader adds fresh cases. The grader runs from the course's repository, where this module is. A
 submission that calls this module earns nothing for the part (it is one of the checks'
 ``own_work`` modules).
 """
@@ -13,17 +12,8 @@ submission that calls this module earns nothing for the part (it is one of the c
 from __future__ import annotations
 
 import sacrebleu
-import torch
 
-__all__ = ["bleu_by_bucket", "reference_context", "tally", "word_differences"]
-
-
-def reference_context(self, state, memory):
-    """The right context, read from the outputs (what the student's should do)."""
-    outputs, half = memory.encoder_outputs, memory.encoder_outputs.shape[-1] // 2
-    last = memory.mask.sum(1) - 1
-    rows = torch.arange(outputs.shape[0], device=outputs.device)
-    return torch.cat([outputs[rows, last, :half], outputs[:, 0, half:]], -1), None
+__all__ = ["bleu_by_bucket", "tally", "word_differences"]
 
 
 def tally(words: list[str]) -> dict[str, int]:

@@ -33,3 +33,16 @@ def raise_named(got: object, mistakes: Iterable[tuple[object, str]],
     hint = named_mistake(got, mistakes, close)
     if hint is not None:
         raise CheckFailed(hint)
+
+
+def raise_explained(hints: Iterable[str]) -> None:
+    """Fail naming every known mistake that explains the answers, if any: the one, or each of
+    several that the answers cannot tell apart (a position of the largest value, say, is the
+    same for two formulas that differ by a monotone function), for the student to check."""
+    found = list(dict.fromkeys(hints))
+    if len(found) == 1:
+        raise CheckFailed(found[0])
+    if found:
+        raise CheckFailed(f"your answers fit {len(found)} known mistakes, and they alone cannot "
+                          "tell them apart: " + " OR ".join(f"({k}) {hint}"
+                                                             for k, hint in enumerate(found, 1)))
