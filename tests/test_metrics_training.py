@@ -233,13 +233,18 @@ def test_reversal_configuration_follows_course_quick(monkeypatch):
     assert reversal_config() == REVERSAL
 
 
-def test_benchmark_script_runs_and_writes_its_report(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_seq2seq
+def quick_report(name, tmp_path, *args):
+    """Run ``benchmarks/<name>.py --quick`` (its ``main``) into a temporary report; its text."""
+    import importlib
 
+    sys.path.insert(0, str(ROOT / "benchmarks"))
     out = tmp_path / "benchmarks.md"
-    assert bench_seq2seq.main(["--quick", "--device", "cpu", "--out", str(out)]) == 0
-    report = out.read_text()
+    assert importlib.import_module(name).main(["--quick", *args, "--out", str(out)]) == 0
+    return out.read_text()
+
+
+def test_benchmark_script_runs_and_writes_its_report(tmp_path):
+    report = quick_report("bench_seq2seq", tmp_path, "--device", "cpu")
     for heading in ("Training throughput", "Greedy decoding", "time to 99%", "## GPU"):
         assert heading in report
 
@@ -253,21 +258,14 @@ def test_budget_benchmark_compares_both_configurations_and_writes_its_report(tmp
     assert before.maxout_dim == 0 and after.maxout_dim > 0  # shallow against deep output
     assert before.measure_exact_match and not before.skip_padding
     assert not after.measure_exact_match and after.skip_padding
-    out = tmp_path / "benchmarks.md"
-    assert bench_multi30k_budget.main(["--quick", "--out", str(out)]) == 0
-    report = out.read_text()
+    report = quick_report("bench_multi30k_budget", tmp_path)
     assert "## Notebook 4's training budget" in report
     assert "| before | attention |" in report and "| after | vanilla |" in report
     assert "the wall time" in report and "at least 28 BLEU" in report
 
 
 def test_training_levers_benchmark_writes_its_table(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_training_levers
-
-    out = tmp_path / "benchmarks.md"
-    assert bench_training_levers.main(["--quick", "--out", str(out)]) == 0
-    report = out.read_text()
+    report = quick_report("bench_training_levers", tmp_path)
     assert "## Levers on notebook 4's training time" in report
     assert "| attention, 2 threads, by source, float32, batch 64 |" in report
     assert "| attention, 1 thread, by target, float32, batch 64 |" in report
@@ -275,12 +273,7 @@ def test_training_levers_benchmark_writes_its_table(tmp_path):
 
 
 def test_output_layer_benchmark_writes_its_table(tmp_path):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import bench_output_layer
-
-    out = tmp_path / "benchmarks.md"
-    assert bench_output_layer.main(["--quick", "--out", str(out)]) == 0
-    report = out.read_text()
+    report = quick_report("bench_output_layer", tmp_path)
     assert "## The output layer's share of a training step" in report
     assert "| 0 | every slot | fp32 |" in report and "| bf16 |" in report
 

@@ -6,7 +6,7 @@ and writes its own ``context``; its recurrent step is the one every library deco
 in notebook 3). The check builds a small library model with random weights from a seed
 (:func:`fresh_model`), loads those weights into the student's class (:func:`student_model`),
 and runs it on a padded batch: one call of ``context``, and the whole model over sentences,
-greedily and on a second, smaller batch. This module is what runs in the student's kernel (the
+greedily and on two more batches. This module is what runs in the student's kernel (the
 part's ``adapt``, :func:`adapt_context`): it reports plain data (tensors as arrays, tokens,
 whether the weights are ``None``), which :mod:`course_utils.checks.e10_2` judges in the grader
 after rebuilding the same model from the seed. While the student's decoder runs, the library's

@@ -61,7 +61,7 @@ from course_utils.checks.lecture import (
     check_teacher_forcing,
 )
 from course_utils.checks.probes import fresh_seed
-from course_utils.checks.word_errors import judge_word_differences
+from course_utils.checks.word_errors import HIDDEN, judge_word_differences
 from course_utils.decoding import greedy_decode
 from course_utils.models import (
     AttentionDecoder,
@@ -71,12 +71,8 @@ from course_utils.models import (
     VanillaDecoder,
 )
 
-try:  # the grader's answers (checks/hidden_e10_2.py), absent from a handout
-    import course_utils.checks.hidden_e10_2  # noqa: F401
-except ImportError:
-    GRADERS: tuple[str, ...] = ()
-else:  # calling them earns nothing
-    GRADERS = ("course_utils.checks.hidden_e10_2",)
+#: the grader's answers (checks/hidden_e10_2.py, absent from a handout): calling them earns nothing
+GRADERS = ("course_utils.checks.hidden_e10_2",) if HIDDEN else ()
 
 __all__ = [
     "BUCKETS",
