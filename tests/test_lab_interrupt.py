@@ -142,8 +142,11 @@ def test_ctrl_c_shuts_the_lab_down_cleanly(tmp_path):
         wait_for("the lab's server file", lambda: lab.poll() is not None
                  or list(runtime.glob("jpserver-*.json")), 90, terminal)
         assert lab.poll() is None, "course.py lab exited:\n" + terminal.text()[-3000:]
-        server_pid = json.loads(next(runtime.glob("jpserver-*.json")).read_text())["pid"]
-        kernel = api(port, "/api/kernels", "POST")
+        server = json.loads(next(runtime.glob("jpserver-*.json")).read_text())
+        # the port it serves on: Jupyter moves to the next one when the free port chosen above
+        # was taken meanwhile (by a test beside this one)
+        server_pid = server["pid"]
+        kernel = api(server["port"], "/api/kernels", "POST")
         connection = runtime / f"kernel-{kernel['id']}.json"
         wait_for("the kernel to be running", lambda: connection.exists()
                  and processes_naming(str(connection)), 60, terminal)
