@@ -216,4 +216,4 @@ def test_calling_the_graders_answers_earns_nothing():
                                              re.findall(r"\w+", reference.lower()))
 
     result = checks.check_word_differences(borrowed)
-    assert result.points == 0 and "reference implementation" in result.message, result
+    assert result.points == 0 and "the course's own code" in result.message, result

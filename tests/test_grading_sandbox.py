@@ -290,13 +290,13 @@ def test_points_a_kernel_claims_are_never_taken():
 
     result = GradeResult("x", "graded")
     add_parts(result, "E10.2", [
-        PART + json.dumps({"name": "bleu_by_bucket", "probe": {"points": 4000, "message": "ok"}}),
+        PART + json.dumps({"name": "bleu_curve", "probe": {"points": 4000, "message": "ok"}}),
         PART + json.dumps({"name": "vanilla_context", "probe": {"points": float("nan")}}),
-        PART + json.dumps({"name": "plot_loss_curves", "probe": {"points": -5}}),
+        PART + json.dumps({"name": "plot_bleu_curves", "probe": {"points": -5}}),
         PART + json.dumps({"name": "made_up", "probe": {"points": 5}}),
     ], seed=1)
-    assert result.points == {"bleu_by_bucket": 0.0, "vanilla_context": 0.0,
-                             "plot_loss_curves": 0.0}
+    assert result.points == {"bleu_curve": 0.0, "vanilla_context": 0.0,
+                             "plot_bleu_curves": 0.0}
 
 
 def test_the_grader_judges_raw_results_on_fresh_inputs():

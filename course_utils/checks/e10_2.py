@@ -23,10 +23,10 @@ The attention model is the one the student wrote in notebooks 2 and 3 (``MyBahda
 lecture's own checks (:mod:`course_utils.checks.lecture`) in
 :func:`attention_decoder_to_train`; it earns no points here, as it did in the lecture.
 
-Parts 3 to 5 (BLEU by length, its chart, the loss curves) are judged by
-:mod:`course_utils.checks.bleu_by_length`, Part 7's ``word_differences`` (the raw material of
-the error analysis) by :mod:`course_utils.checks.word_errors`. The comparison and the error
-analysis are graded by hand.
+Parts 3 and 4 (BLEU against sentence length as a curve, the paper's Figure 2, and its chart)
+are judged by :mod:`course_utils.checks.bleu_curve`, Part 6's ``word_differences`` (the raw
+material of the error analysis) by :mod:`course_utils.checks.word_errors`. The library holds
+none of these answers. The comparison and the error analysis are graded by hand.
 """
 
 from __future__ import annotations
@@ -38,11 +38,11 @@ import numpy as np
 import torch
 
 from course_utils.attention import BahdanauAttention
-from course_utils.checks.bleu_by_length import (
-    BUCKETS,
-    judge_bleu_by_bucket,
-    judge_loss_curves,
-    judge_plot_bleu,
+from course_utils.checks.bleu_curve import (
+    CURVE_POINTS,
+    PLOT_POINTS,
+    judge_bleu_curve,
+    judge_plot_curves,
 )
 from course_utils.checks.calling import CheckFailed
 from course_utils.checks.decoders import (
@@ -75,12 +75,10 @@ from course_utils.models import (
 GRADERS = ("course_utils.checks.hidden_e10_2",) if HIDDEN else ()
 
 __all__ = [
-    "BUCKETS",
     "EXERCISE",
     "attention_decoder_to_train",
-    "check_bleu_by_bucket",
-    "check_loss_curves",
-    "check_plot_bleu",
+    "check_bleu_curve",
+    "check_plot_curves",
     "check_vanilla_context",
     "check_word_differences",
     "uses_only_yours",
@@ -241,7 +239,7 @@ def _same_tokens(got: object, want: list[list[int]]) -> bool:
                     and row == list(w) for row, w in zip(got, want)))
 
 
-# ------------------------------------- Part 1c: the attention model of notebooks 2 and 3
+# ------------------------------------- Part 1b: the attention model of notebooks 2 and 3
 
 
 class _Assembled:
@@ -313,25 +311,22 @@ def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
     return VanillaDecoder
 
 
-# ------------------------------------------------- Parts 3 to 5 (checks/bleu_by_length.py)
+# ------------------------------------------------- Parts 3 and 4 (checks/bleu_curve.py)
 
-# bucketing and scoring are the student's: the library's metrics (bleu_by_length, bucket_of,
-# corpus_bleu) hold the answer, so a function that uses them earns no points
-check_bleu_by_bucket = EXERCISE.check("bleu_by_bucket", points=3, target="bleu_by_bucket",
-                                      own_work=("course_utils.metrics", *GRADERS),
-                                      write_with="sacrebleu and Python")(
-    judge_bleu_by_bucket)
-# the library's plotting draws notebook 4's versions of both charts: a chart that hands the
-# drawing to it earns nothing
-check_plot_bleu = EXERCISE.check("plot_bleu_by_length", points=2,
-                                 target="plot_bleu_by_length",
-                                 own_work=("course_utils.plotting",),
-                                 write_with="matplotlib")(judge_plot_bleu)
-check_loss_curves = EXERCISE.check("plot_loss_curves", points=2, target="plot_loss_curves",
+# the window and its scoring are the student's: the library's metrics (corpus_bleu and the
+# bucket scores) do part of it, and the check's module stores its fixed case's curves, so a
+# function that uses either earns no points
+check_bleu_curve = EXERCISE.check("bleu_curve", points=CURVE_POINTS, target="bleu_curve",
+                                  own_work=("course_utils.metrics",
+                                            "course_utils.checks.bleu_curve", *GRADERS),
+                                  write_with="sacrebleu and Python")(judge_bleu_curve)
+# a chart that hands the drawing to the library's plotting earns nothing
+check_plot_curves = EXERCISE.check("plot_bleu_curves", points=PLOT_POINTS,
+                                   target="plot_bleu_curves",
                                    own_work=("course_utils.plotting",),
-                                   write_with="matplotlib")(judge_loss_curves)
+                                   write_with="matplotlib")(judge_plot_curves)
 
-# ------------------------------------------------- Part 7 (checks/word_errors.py)
+# ------------------------------------------------- Part 6 (checks/word_errors.py)
 
 check_word_differences = EXERCISE.check("word_differences", points=3,
                                         target="word_differences",
@@ -342,9 +337,11 @@ EXERCISE.manual_question(
     "comparison",
     points=3,
     prompt="Your two trained models compared with your numbers: test BLEU, where the loss "
-           "curves part, and the gain per length bucket with its interval; what your long "
-           "bucket's interval allows you to conclude; what your table's row for notebook 4's "
-           "budget changes (BLEU only).",
+           "curves part; your BLEU curves against the paper's Figure 2 (which falls faster "
+           "with length, over which lengths the curves have points and why not beyond); the "
+           "gain per length bucket with its interval and what the long bucket's interval "
+           "allows you to conclude; what your table's row for notebook 4's budget changes "
+           "(BLEU only).",
 )
 EXERCISE.manual_question(
     "errors",

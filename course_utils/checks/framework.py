@@ -225,9 +225,9 @@ class Check:
 
     def _not_own_work(self, what: str) -> str:
         return (
-            f"`{self.target}` {what}: that is the course's reference implementation, which "
-            f"this check compares against, so this part earns no points. Write it yourself "
-            f"with {self.write_with}"
+            f"`{self.target}` {what}: that is the course's own code (its library, or the "
+            f"check's answers), so this part earns no points. Write it yourself with "
+            f"{self.write_with}"
         )
 
 

@@ -2,7 +2,7 @@
 graded run.
 
 A student's copy of the course (``course-handout``) leaves out every ``checks/hidden_*.py``:
-there, :mod:`course_utils.checks.word_errors` and :mod:`course_utils.checks.bleu_by_length`
+there, :mod:`course_utils.checks.word_errors` and :mod:`course_utils.checks.bleu_curve`
 check their fixed cases, whose answers are constants stored in those modules, and say that the
 grader adds fresh cases. The grader runs from the course's repository, where this module is. A
 submission that calls this module earns nothing for the part (it is one of the checks'
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sacrebleu
 
-__all__ = ["bleu_by_bucket", "tally", "word_differences"]
+__all__ = ["MISTAKES", "bleu_curve", "tally", "word_differences"]
 
 
 def tally(words: list[str]) -> dict[str, int]:
@@ -38,12 +38,34 @@ def word_differences(hypothesis: list[str], reference: list[str], *, sets: bool 
     return {"missing": short, "extra": over, "repeated": looping}
 
 
-def bleu_by_bucket(hypotheses, references, lengths, buckets, bounds) -> dict:
-    """Corpus BLEU per bucket (``None`` for an empty one), ``bounds`` the buckets' limits."""
-    out: dict[str, float | None] = {}
-    for name, (low, high) in zip(buckets, bounds):
-        chosen = [i for i, n in enumerate(lengths) if low <= n <= high]
-        out[name] = (sacrebleu.corpus_bleu([hypotheses[i] for i in chosen],
-                                           [[references[i] for i in chosen]]).score
-                     if chosen else None)
-    return out
+#: Known mistakes in a BLEU curve, each computed by :func:`bleu_curve` when named
+MISTAKES = ("strict window", "half-open window", "lower end left out", "strict minimum",
+            "no minimum", "only present", "sentence average")
+
+
+def bleu_curve(hypotheses, references, lengths, window, min_sentences, *,
+               mistake: str | None = None) -> dict:
+    """BLEU against source length (the paper's Figure 2): at each length from the shortest to
+    the longest, corpus BLEU of the sentences within ``window`` tokens of it, both ends
+    included, where there are at least ``min_sentences`` of them; ``mistake`` (one of
+    :data:`MISTAKES`) computes that mistake instead."""
+    if mistake is not None and mistake not in MISTAKES:
+        raise ValueError(f"mistake must be one of {MISTAKES}; got {mistake!r}")
+    low = -window + (mistake in ("strict window", "lower end left out"))
+    high = window - (mistake in ("strict window", "half-open window"))
+    curve: dict[int, float] = {}
+    for centre in range(min(lengths), max(lengths) + 1):
+        if mistake == "only present" and centre not in lengths:
+            continue
+        pooled = [i for i, n in enumerate(lengths) if low <= n - centre <= high]
+        enough = {"strict minimum": len(pooled) > min_sentences,
+                  "no minimum": len(pooled) > 0}.get(mistake or "", len(pooled) >= min_sentences)
+        if not enough:
+            continue
+        said, meant = [hypotheses[i] for i in pooled], [references[i] for i in pooled]
+        if mistake == "sentence average":
+            curve[centre] = sum(sacrebleu.sentence_bleu(h, [r]).score
+                                for h, r in zip(said, meant)) / len(pooled)
+        else:
+            curve[centre] = sacrebleu.corpus_bleu(said, [meant]).score
+    return curve

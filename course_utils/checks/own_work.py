@@ -93,6 +93,20 @@ def _origin(value: object, package: str, modules: frozenset[str]) -> str | None:
     if module in modules and callable(value):
         qualname = getattr(value, "__qualname__", type(value).__name__)
         return f"`{module}.{qualname}`"
+    if isinstance(value, (dict, list, tuple, set)) and value:
+        return _held_by(value, modules)
+    return None
+
+
+def _held_by(value: object, modules: frozenset[str]) -> str | None:
+    """The dotted name of the data ``value`` is, if one of ``modules`` holds it: a global of
+    theirs (the answers a check stores for its fixed case) or an item of one."""
+    for name in modules:
+        for attribute, held in vars(sys.modules.get(name) or types.ModuleType(name)).items():
+            items = held.values() if isinstance(held, dict) else held if isinstance(
+                held, (list, tuple)) else ()
+            if held is value or any(item is value for item in items):
+                return f"`{name}.{attribute}`" + ("" if held is value else "'s data")
     return None
 
 

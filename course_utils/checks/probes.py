@@ -63,14 +63,14 @@ def run_seed(seed: int | None) -> Iterator[None]:
 @dataclass(frozen=True)
 class AxesData:
     """What a check reads from one chart: texts, bars ``(x, width, height)``, labelled lines
-    ``(label, y values)``, tick labels."""
+    ``(label, x values, y values)``, tick labels."""
 
     title: str = ""
     xlabel: str = ""
     ylabel: str = ""
     legend: tuple[str, ...] | None = None  # None: no legend
     bars: tuple[tuple[float, float, float], ...] = ()
-    lines: tuple[tuple[str, tuple[float, ...]], ...] = ()
+    lines: tuple[tuple[str, tuple[float, ...], tuple[float, ...]], ...] = ()
     xticklabels: tuple[str, ...] = ()
 
 
@@ -79,6 +79,15 @@ class FigureData:
     """A matplotlib figure described as plain data: its charts, colour bars left out."""
 
     axes: tuple[AxesData, ...] = ()
+
+
+def _values(data: object) -> tuple[float, ...]:
+    """A line's x or y data as floats (a category axis's labels or dates: NaN, not a crash)."""
+    try:
+        array = np.asarray(data, dtype=float).ravel()
+    except (TypeError, ValueError):
+        array = np.full(np.size(data), np.nan)  # type: ignore[arg-type]
+    return tuple(float(v) for v in array[:1000])
 
 
 def describe_figure(figure: object) -> object:
@@ -100,9 +109,8 @@ def describe_figure(figure: object) -> object:
                                                   for t in box.get_texts()),
             bars=tuple((float(p.get_x()), float(p.get_width()), float(p.get_height()))
                        for p in ax.patches if isinstance(p, Rectangle))[:1000],
-            lines=tuple((str(line.get_label())[:_TEXT],
-                         tuple(float(y) for y in np.asarray(line.get_ydata(), dtype=float)
-                               .ravel()[:1000]))
+            lines=tuple((str(line.get_label())[:_TEXT], _values(line.get_xdata()),
+                         _values(line.get_ydata()))
                         for line in ax.get_lines())[:100],
             xticklabels=tuple(str(t.get_text())[:_TEXT] for t in ax.get_xticklabels())[:100],
         ))
@@ -126,8 +134,8 @@ def _figure_data(value: object) -> FigureData:
         bars = tuple(tuple(_number(n) for n in bar) for bar in ax.get("bars", []))
         if any(len(bar) != 3 for bar in bars):
             raise ValueError("bars are (x, width, height)")
-        lines = tuple((texts([label])[0], tuple(_number(y) for y in ys))
-                      for label, ys in ax.get("lines", []))
+        lines = tuple((texts([label])[0], tuple(_number(x) for x in xs),
+                       tuple(_number(y) for y in ys)) for label, xs, ys in ax.get("lines", []))
         charts.append(AxesData(
             title=texts([ax.get("title", "")])[0], xlabel=texts([ax.get("xlabel", "")])[0],
             ylabel=texts([ax.get("ylabel", "")])[0],
