@@ -143,12 +143,13 @@ KNOWN = {
 }
 
 
-def _expected(call: int, mistake: str | None = None) -> dict:
-    """The curve for call ``call`` of :data:`CALLS` (or a known mistake's): the grader's, or
-    the stored one for the fixed case where the grader's module is absent."""
+def _expected(cases: tuple, call: int, mistake: str | None = None) -> dict:
+    """The curve of ``cases`` (:func:`_cases`) for call ``call`` of :data:`CALLS` (or a known
+    mistake's): the grader's, or the stored one for the fixed case where the grader's module
+    is absent."""
     if HIDDEN is not None:
-        return HIDDEN.bleu_curve(*_cases(), *CALLS[call], mistake=mistake)
-    return dict(KNOWN[mistake or "right"][call] if mistake is None else KNOWN[mistake][0])
+        return HIDDEN.bleu_curve(*cases, *CALLS[call], mistake=mistake)
+    return dict(KNOWN["right"][call] if mistake is None else KNOWN[mistake][0])
 
 
 def _curve(got: object, given: str) -> dict[int, float]:
@@ -184,7 +185,7 @@ def _given(call: int) -> str:
             f"window={window}, min_sentences={least}")
 
 
-def _explain(got: dict[int, float], want: dict, call: int) -> CheckFailed:
+def _explain(got: dict[int, float], want: dict, cases: tuple, call: int) -> CheckFailed:
     """Why ``got`` is not the curve: a known mistake named, else where it differs."""
     if not got:
         return CheckFailed(f"your curve is empty; it should have {len(want)} points "
@@ -192,7 +193,7 @@ def _explain(got: dict[int, float], want: dict, call: int) -> CheckFailed:
                            "`min_sentences`, not numbers of your own")
     if call == 0:
         for mistake, hint in MISTAKES.items():
-            if _same(got, _expected(0, mistake)):
+            if _same(got, _expected(cases, 0, mistake)):
                 return CheckFailed(hint)
     if set(got) != set(want):
         return CheckFailed(f"the curve should have points at lengths {sorted(want)} "
@@ -203,22 +204,26 @@ def _explain(got: dict[int, float], want: dict, call: int) -> CheckFailed:
                        "the sentences in its window")
 
 
+def _run(bleu_curve: Callable, cases: tuple, call: int) -> tuple[dict[int, float], dict]:
+    """The student's curve for call ``call`` of :data:`CALLS`, and the one expected."""
+    hypotheses, references, lengths = cases
+    got = call_student(bleu_curve, list(hypotheses), list(references), list(lengths),
+                       *CALLS[call], given=_given(call))
+    return _curve(got, f"given {_given(call)}"), _expected(cases, call)
+
+
 def judge_bleu_curve(bleu_curve: Callable) -> str:
-    hypotheses, references, lengths = _cases()
-    window, least = CALLS[0]
-    got = _curve(call_student(bleu_curve, list(hypotheses), list(references), list(lengths),
-                              window, least, given=_given(0)), f"given {_given(0)}")
-    want = _expected(0)
+    cases = _cases()
+    got, want = _run(bleu_curve, cases, 0)
     if not _same(got, want):
-        raise _explain(got, want, 0)
-    window, least = CALLS[1]
-    other = _curve(call_student(bleu_curve, list(hypotheses), list(references), list(lengths),
-                                window, least, given=_given(1)), f"given {_given(1)}")
-    if not _same(other, _expected(1)):
-        reason = _explain(other, _expected(1), 1)
-        raise CheckFailed(f"right for window={CALLS[0][0]}, min_sentences={CALLS[0][1]}, but "
-                          f"not for window={window}, min_sentences={least}: {reason.message}",
-                          points=CURVE_POINTS // 2)
+        raise _explain(got, want, cases, 0)
+    other, want = _run(bleu_curve, cases, 1)
+    if not _same(other, want):
+        reason = _explain(other, want, cases, 1)
+        (window, least), (first_window, first_least) = CALLS[1], CALLS[0]
+        raise CheckFailed(f"right for window={first_window}, min_sentences={first_least}, "
+                          f"but not for window={window}, min_sentences={least}: "
+                          f"{reason.message}", points=CURVE_POINTS // 2)
     if list(got) != sorted(got) or list(other) != sorted(other):
         raise CheckFailed("right values, but the lengths are not in increasing order: a line "
                           "drawn through the points in that order would zigzag",

@@ -102,7 +102,9 @@ def _held_by(value: object, modules: frozenset[str]) -> str | None:
     """The dotted name of the data ``value`` is, if one of ``modules`` holds it: a global of
     theirs (the answers a check stores for its fixed case) or an item of one."""
     for name in modules:
-        for attribute, held in vars(sys.modules.get(name) or types.ModuleType(name)).items():
+        if name not in sys.modules:  # not imported: nothing of it can be in use
+            continue
+        for attribute, held in vars(sys.modules[name]).items():
             items = held.values() if isinstance(held, dict) else held if isinstance(
                 held, (list, tuple)) else ()
             if held is value or any(item is value for item in items):
