@@ -65,7 +65,8 @@ def test_an_honest_cell_slowed_by_a_busy_machine_is_not_stopped(tmp_path, monkey
         printed = capsys.readouterr().out
         assert record["limits"]["cell_seconds"] == 2  # as given: what the merge compares
         if name == "calibrated":
-            assert record["calibration"] == {"kernel_seconds": 6.0, "factor": 3.0}
+            assert record["calibration"] == {"kernel_seconds": 6.0, "factor": 3.0,
+                                             "failed": None}
             assert record["applied_limits"]["cell_seconds"] == 6.0
             assert "time limits: 2 s per cell, 60 s per notebook on a quiet machine, x3.00 " \
                    "for this machine's load" in printed and "6 s and 180 s applied" in printed
@@ -73,3 +74,27 @@ def test_an_honest_cell_slowed_by_a_busy_machine_is_not_stopped(tmp_path, monkey
             assert record["calibration"] is None and record["applied_limits"]["cell_seconds"] == 2
             assert "as given (not calibrated)" in printed
     assert statuses == {"calibrated": "graded", "as given": "timeout"}
+
+
+def test_a_calibration_that_fails_never_stops_grading(tmp_path, monkeypatch, capsys):
+    """A bare kernel that cannot start (a broken Jupyter install, a kernel that dies) costs the
+    calibration, not the batch: the limits apply as given, and the summary and the record say
+    why."""
+    def dies():
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(grading_limits, "bare_kernel_seconds", dies)
+    assert calibrate() == Calibration(0.0, 1.0, "RuntimeError: Kernel died before replying "
+                                                "to kernel_info")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    (subs / "alice.ipynb").write_bytes(SOLUTION.read_bytes())
+    out = tmp_path / "out"
+    assert main(["E10.1", str(subs), "--quiet", "--out", str(out)]) == 0
+    record = json.loads((out / "results.json").read_text())
+    assert record["results"][0]["status"] == "graded"
+    assert record["calibration"]["failed"].startswith("RuntimeError: Kernel died")
+    assert record["applied_limits"] == record["limits"]
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "the calibration failed (RuntimeError: Kernel died before replying to kernel_info), " \
+           "so the limits apply as given" in printed

@@ -9,13 +9,13 @@ import pytest
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
-from course_utils.checks.own_work import cell_digest, not_written_in_cells
+from course_utils.checks.provenance import cell_digest, not_written_in_cells
 
 #: Cells run in one kernel; the last prints, for each name, why it is not the notebook's own
 #: code (null: it is).
 CELLS = [
     "import functools, inspect, json, types\nimport numpy as np\n"
-    "from course_utils.checks.own_work import cell_digest, not_written_in_cells\n"
+    "from course_utils.checks.provenance import cell_digest, not_written_in_cells\n"
     "import course_utils.attention",
     "def honest(x):\n    return helper(x) + 1\n\ndef helper(x):\n    return 2 * x",
     "class Honest:\n    def __call__(self, x):\n        return honest(x)",
@@ -106,7 +106,7 @@ def test_cells_run_without_history_count_as_the_notebooks_own():
             printed.append(message["content"]["text"])
 
     try:
-        for code in ("from course_utils.checks.own_work import not_written_in_cells",
+        for code in ("from course_utils.checks.provenance import not_written_in_cells",
                      "def honest(x):\n    return x + 1",
                      "exec('def from_text(x):\\n    return x + 1')",
                      "print([not_written_in_cells(honest), not_written_in_cells(from_text)])"):

@@ -17,16 +17,12 @@ computation, not a timing, so it is the same on a busy machine.
 
 from __future__ import annotations
 
-import os
-import types
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 
 import numpy as np
 import torch
 from torch.overrides import TorchFunctionMode
 
-import course_utils.checks.own_work as own_work
 from course_utils.attention import Attention
 from course_utils.checks.calling import CheckFailed
 from course_utils.checks.own_work import module_files, references_to, watch_calls
@@ -47,36 +43,6 @@ class _OpCounter(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         self.count += 1
         return func(*args, **(kwargs or {}))
-
-
-@contextmanager
-def _code_entered() -> Iterator[dict[int, types.CodeType]]:
-    """The code objects of the Python functions entered inside the block (the previous
-    profiler, :func:`~course_utils.checks.own_work.watch_calls`'s, keeps running)."""
-    codes: dict[int, types.CodeType] = {}
-    with own_work.on_calls(lambda code: codes.setdefault(id(code), code)):
-        yield codes
-
-
-def _outside_cells(codes: dict[int, types.CodeType]) -> str | None:
-    """Where the first function run that is neither installed code (torch, the standard
-    library, this package) nor compiled from one of the notebook's cells came from: code a
-    graded function reached at run time through a dict, ``getattr`` or the like, such as the
-    library's source run by ``exec``, which the static rule of
-    :func:`~course_utils.checks.own_work.not_written_in_cells` does not follow. None outside a
-    kernel."""
-    shell = own_work._kernel_shell()
-    if shell is None:
-        return None
-    cells = own_work._Cells(shell, own_work._NOTEBOOK_CELLS.get())
-    for code in codes.values():
-        name = code.co_filename
-        if name.startswith("<frozen") or own_work._installed(name):
-            continue
-        compiled = cells.compiled(name)
-        if compiled is None or own_work._fingerprint(code) not in compiled:
-            return name if name.startswith("<") else os.path.basename(name)
-    return None
 
 
 def _not_own_work(name: str, what: str) -> str:
@@ -103,8 +69,7 @@ def function_adapter(name: str, outputs: tuple[str, ...]) -> Callable[[object], 
             tensors = [torch.as_tensor(a) if isinstance(a, np.ndarray) else a for a in args]
             counter = _OpCounter()
             try:
-                with torch.no_grad(), watch_calls(files) as entered, _code_entered() as codes, \
-                        counter:
+                with torch.no_grad(), watch_calls(files) as entered, counter:
                     result = student_fn(*tensors)  # type: ignore[operator]
             except NotImplementedError:
                 raise
@@ -113,13 +78,6 @@ def function_adapter(name: str, outputs: tuple[str, ...]) -> Callable[[object], 
                 return {"error": f"`{name}` raised {type(error).__name__}: {first}"}
             if entered:
                 return {"error": _not_own_work(name, f"calls `{entered[0]}`")}
-            outside = _outside_cells(codes)
-            if outside:
-                return {"error": f"`{name}` runs code from `{outside[:80]}`, not from a cell of "
-                                 "this notebook: graded code must be written in this notebook's "
-                                 "cells (not made by exec, eval or compile of text from "
-                                 "elsewhere, nor imported from a file), so this part earns no "
-                                 "points"}
             results = result if len(outputs) > 1 else (result,)
             if not isinstance(results, tuple) or len(results) != len(outputs):
                 return {"error": f"`{name}` must return {len(outputs)} tensors, "

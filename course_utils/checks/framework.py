@@ -23,14 +23,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from course_utils.checks.calling import NOT_IMPLEMENTED, CheckFailed
-from course_utils.checks.own_work import (
-    copied_from,
-    module_files,
-    not_written_in_cells,
-    references_to,
-    watch_calls,
-)
+from course_utils.checks.own_work import copied_from, module_files, references_to, watch_calls
 from course_utils.checks.probes import recording, replaying, run_seed
+from course_utils.checks.provenance import Origins, not_written_in_cells, watch_origins
 from course_utils.checks.registry import module_of
 
 __all__ = ["Check", "CheckResult", "Exercise", "ManualQuestion", "get_exercise",
@@ -42,10 +37,13 @@ __all__ = ["Check", "CheckResult", "Exercise", "ManualQuestion", "get_exercise",
 _STOPS = ("defined", "refused", "not_written", "own_work")
 
 
-def _entered(entered: list[str]) -> dict:
+def _entered(entered: list[str], origins: list[Origins | None]) -> dict:
     """What :meth:`Check._watched` saw, as the probe reports it: the first call into the
-    reference, if any."""
-    return {"own_work": f"calls `{entered[0]}`"[:300] if entered else None}
+    reference, if any, and the first code run that was neither the notebook's nor an installed
+    library's (:func:`~course_utils.checks.provenance.watch_origins`), if any."""
+    foreign = next((seen.foreign for seen in origins if seen is not None and seen.foreign), None)
+    return {"own_work": f"calls `{entered[0]}`"[:300] if entered else None,
+            "not_written": foreign[:300] if foreign else None}
 
 
 @dataclass(frozen=True)
@@ -109,7 +107,7 @@ class Check:
     def _opening(self, student_fn: object) -> Callable | dict:
         """Before the body runs: the function to check, or why there is none as plain data (the
         name is missing or not callable, its code was not written in a cell of the notebook
-        (:func:`~course_utils.checks.own_work.not_written_in_cells`), ``adapt`` refused the
+        (:func:`~course_utils.checks.provenance.not_written_in_cells`), ``adapt`` refused the
         class, the function uses the reference). One opening for the notebook, the grader's
         kernel and its judge."""
         if student_fn is None:
@@ -158,9 +156,11 @@ class Check:
         if isinstance(function, dict):
             return self._stopped(function)
         entered: list[str] = []
-        points, message = self._run_body(self._watched(function, entered))
-        if entered:
-            return self._stopped(_entered(entered))
+        origins: list[Origins | None] = []
+        points, message = self._run_body(self._watched(function, entered, origins))
+        seen = _entered(entered, origins)
+        if any(seen.values()):
+            return self._stopped(seen)
         return self._result(points, message)
 
     # ------------------------------------------------ under the grader: probe, then judge
@@ -175,9 +175,10 @@ class Check:
             return function
         calls: list[dict] = []
         entered: list[str] = []
+        origins: list[Origins | None] = []
         with run_seed(seed):
-            self._run_body(self._watched(recording(function, calls), entered))
-        return {"calls": calls, **_entered(entered)}
+            self._run_body(self._watched(recording(function, calls), entered, origins))
+        return {"calls": calls, **_entered(entered, origins)}
 
     def judge(self, raw: object, seed: int | None) -> CheckResult:
         """Grader side: the points for a probe's raw data, decided here. The body runs again
@@ -208,18 +209,20 @@ class Check:
             return 0.0, f"`{self.target}` raised {type(error).__name__}: {error}"
         return self.points, message or "correct"
 
-    def _watched(self, student_fn: Callable, entered: list[str]) -> Callable:
-        """``student_fn``, recording into ``entered`` each call it makes into ``own_work``."""
-        if not self.own_work:
-            return student_fn
-        files = module_files(self.own_work)
+    def _watched(self, student_fn: Callable, entered: list[str],
+                 origins: list[Origins | None]) -> Callable:
+        """``student_fn``, recording into ``entered`` each call it makes into ``own_work``,
+        and into ``origins`` where the code it runs comes from (every part, every exercise:
+        the notebook's cells or installed libraries, nothing ``exec``'d)."""
+        files = module_files(self.own_work) if self.own_work else {}
 
         def watched(*args: object, **kwargs: object) -> object:
-            with watch_calls(files) as calls:
+            with watch_origins() as seen, watch_calls(files) as calls:
                 try:
                     return student_fn(*args, **kwargs)
                 finally:
                     entered.extend(calls)
+                    origins.append(seen)
 
         return watched
 

@@ -11,15 +11,19 @@ so that an honest notebook is not stopped because other work shares the cores.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
 
 from course_utils.tools.grading.memcg import MemoryCgroup
 
-__all__ = ["DEFAULT_LIMITS", "MEMORY_ENFORCEMENT", "PASSED_ON", "QUIET_KERNEL_SECONDS",
-           "Calibration", "GradingLimits", "Protection", "bare_kernel_seconds", "calibrate",
+__all__ = ["DEFAULT_LIMITS", "GRADER_KERNEL", "MEMORY_ENFORCEMENT", "PASSED_ON",
+           "QUIET_KERNEL_SECONDS", "Calibration", "GradingLimits", "Protection",
+           "bare_kernel_seconds", "calibrate", "grader_kernelspec",
            "kernel_threads", "limit_memory", "memory_cgroup", "memory_enforcement", "minimal_env"]
 
 
@@ -77,12 +81,17 @@ QUIET_KERNEL_SECONDS = 2.0
 @dataclass(frozen=True)
 class Calibration:
     """How busy the machine was at the start of a run: a bare kernel took ``kernel_seconds``
-    against :data:`QUIET_KERNEL_SECONDS`; the time limits were stretched by ``factor``."""
+    against :data:`QUIET_KERNEL_SECONDS`; the time limits were stretched by ``factor``.
+    ``failed``: why the bare kernel could not be timed (the limits then apply as given)."""
 
     kernel_seconds: float
     factor: float
+    failed: str | None = None
 
     def describe(self) -> str:
+        if self.failed:
+            return (f"x{self.factor:.2f}: the calibration failed ({self.failed}), so the "
+                    "limits apply as given")
         return (f"x{self.factor:.2f} for this machine's load (a bare kernel took "
                 f"{self.kernel_seconds:.1f} s at the start, {QUIET_KERNEL_SECONDS:g} s on a "
                 "quiet machine)")
@@ -90,8 +99,15 @@ class Calibration:
 
 def calibrate() -> Calibration:
     """Time one bare kernel now (:func:`bare_kernel_seconds`): the factor, at least 1, by which
-    a quiet machine's time limits are stretched on this one."""
-    seconds = bare_kernel_seconds()
+    a quiet machine's time limits are stretched on this one. A calibration that fails never
+    stops grading: its factor is 1 (the limits as given), and it says why."""
+    try:
+        seconds = bare_kernel_seconds()
+    except KeyboardInterrupt:
+        raise
+    except Exception as error:
+        first = (str(error).splitlines() or [""])[0]
+        return Calibration(0.0, 1.0, f"{type(error).__name__}: {first}"[:200])
     return Calibration(round(seconds, 2), round(max(1.0, seconds / QUIET_KERNEL_SECONDS), 2))
 
 
@@ -178,33 +194,70 @@ def limit_memory(memory_mb: int, cgroup: MemoryCgroup | None = None) -> Callable
     return apply
 
 
+#: The kernelspec a graded notebook's kernel starts from (:func:`grader_kernelspec`).
+GRADER_KERNEL = "course-grader"
+
+
+def grader_kernelspec(folder: Path) -> Path:
+    """Write, under ``folder``, the kernelspec every kernel of the grader starts from: this very
+    Python (the grader's), whatever ``python3`` kernels the instructor's ``JUPYTER_PATH`` or
+    ``~/.local/share/jupyter`` offer (an Anaconda install adds one). Returns the folder of
+    kernelspecs to look in (``folder/jupyter/kernels``); the kernel's name is
+    :data:`GRADER_KERNEL`."""
+    kernels = Path(folder) / "jupyter" / "kernels"
+    spec = kernels / GRADER_KERNEL
+    spec.mkdir(parents=True, exist_ok=True)
+    (spec / "kernel.json").write_text(json.dumps({
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "course-grade", "language": "python"}))
+    return kernels
+
+
 def bare_kernel_seconds(repeats: int = 1) -> float:
     """Median seconds to start a kernel, import what a graded notebook imports (NumPy and the
     checks) and shut it down: what any grader pays per notebook before grading anything, and a
-    measure of how busy the machine is right now. The kernel is shut down whatever happens (a
-    Ctrl-C or SIGTERM while it starts included)."""
+    measure of how busy the machine is right now. The kernel starts exactly as a graded
+    notebook's does: from :func:`grader_kernelspec` (the grader's own Python), in the
+    environment of :func:`minimal_env`, in a temporary folder. It is shut down whatever happens
+    (a Ctrl-C or SIGTERM while it starts included)."""
     import statistics
     import subprocess
+    import tempfile
     import time
 
+    from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
 
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
-        manager = KernelManager(kernel_name="python3")
-        try:
-            manager.start_kernel(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            client = manager.client()
-            client.start_channels()
-            try:
-                client.wait_for_ready(timeout=300)
-                client.execute_interactive(
-                    "import numpy\nfrom course_utils.checks import e10_1", timeout=300)
-            finally:
-                client.stop_channels()
-        finally:
-            if manager.has_kernel:
-                manager.shutdown_kernel(now=True)
+        with tempfile.TemporaryDirectory(prefix="course-grade-calibration-") as folder:
+            _time_one_kernel(KernelManager(
+                kernel_name=GRADER_KERNEL, kernel_spec_manager=KernelSpecManager(
+                    kernel_dirs=[str(grader_kernelspec(Path(folder)))])), folder,
+                subprocess.DEVNULL)
         times.append(time.perf_counter() - start)
     return statistics.median(times)
+
+
+def _time_one_kernel(manager: Any, folder: str, devnull: int) -> None:
+    """Start ``manager``'s kernel in ``folder``, import NumPy and the checks, shut it down."""
+    env = {**minimal_env(), "HOME": folder, "JUPYTER_RUNTIME_DIR": folder,
+           "MPLCONFIGDIR": folder, "IPYTHONDIR": folder}
+    try:
+        manager.start_kernel(stdout=devnull, stderr=devnull, env=env, cwd=folder)
+        client = manager.client()
+        client.start_channels()
+        try:
+            client.wait_for_ready(timeout=300)
+            reply = client.execute_interactive(
+                "import numpy\nfrom course_utils.checks import e10_1", timeout=300,
+                output_hook=lambda message: None)  # what it prints is not the grader's to show
+            if reply["content"].get("status") != "ok":
+                raise RuntimeError(f"the bare kernel could not import the checks: "
+                                   f"{reply['content'].get('ename')}")
+        finally:
+            client.stop_channels()
+    finally:
+        if manager.has_kernel:
+            manager.shutdown_kernel(now=True)

@@ -26,8 +26,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from course_utils.checks.own_work import cell_digest
+from course_utils.checks.cells import cell_digest
 from course_utils.tools.grading.intake import read_notebook
+from course_utils.tools.grading.limits import GRADER_KERNEL, grader_kernelspec
 from course_utils.tools.grading.results import MARKER, NO_KERNEL, NOTES, PART, PROBE_BYTES
 
 __all__ = ["STARTUP_SECONDS", "NotebookRun", "exercise_parts", "main", "run_notebook"]
@@ -43,7 +44,7 @@ def _grading_cell(exercise_id: str, check: str, seed: int, nonce: str,
     return (
         "import builtins as _b, json as _j\n"
         "from course_utils.checks import get_exercise as _g\n"
-        "from course_utils.checks.own_work import notebook_cells as _n\n"
+        "from course_utils.checks.cells import notebook_cells as _n\n"
         f"_c = _g({exercise_id!r}).checks[{check!r}]\n"
         f"with _n({cells!r}):\n"
         f"    _b.print({MARKER!r} + {nonce!r} + _j.dumps(_c.probe(globals().get(_c.target), "
@@ -60,15 +61,10 @@ def exercise_parts(exercise_id: str) -> list[tuple[str, str]]:
 
 
 def _kernel_here(folder: Path) -> str:
-    """A kernelspec in ``folder`` that starts this very Python (the grader's), whatever other
-    ``python3`` kernels ``JUPYTER_PATH`` offers; returns its name."""
-    spec = folder / "jupyter" / "kernels" / "course-grader"
-    spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "course-grade", "language": "python"}))
-    os.environ["JUPYTER_PATH"] = str(folder / "jupyter")
-    return "course-grader"
+    """The kernelspec of the grader's own Python, in ``folder``, made the one this process's
+    Jupyter finds first; returns its name."""
+    os.environ["JUPYTER_PATH"] = str(grader_kernelspec(folder).parent)
+    return GRADER_KERNEL
 
 
 def _few(notes: list[str]) -> list[str]:
