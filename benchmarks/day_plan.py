@@ -120,11 +120,12 @@ class Section:
     seconds: float = 0.0
     solution_code_lines: int = 0
     solution_words: int = 0
+    output_words: int = 0
 
     @property
     def reading_minutes(self) -> float:
-        return (self.words / WORDS_PER_MINUTE + self.code_lines / CODE_LINES_PER_MINUTE
-                + self.figures * FIGURE_MINUTES)
+        return ((self.words + self.output_words) / WORDS_PER_MINUTE
+                + self.code_lines / CODE_LINES_PER_MINUTE + self.figures * FIGURE_MINUTES)
 
     @property
     def writing_minutes(self) -> float:
@@ -207,6 +208,24 @@ def _split_markdown(source: str) -> list[tuple[str | None, str]]:
     return [(heading, "\n".join(lines)) for heading, lines in parts if heading or lines]
 
 
+#: What a cell prints that nobody reads: matplotlib's text for a figure, and progress bars
+#: (each bar's last line: the run's time is said in the prose or printed beside it).
+_NOT_READ = re.compile(r"<(?:Figure|Axes)\b[^>]*>|^.*\|[█▏▎▍▌▋▊▉ ]*\|.*$", re.M)
+
+
+def _output_words(cell: nbformat.NotebookNode) -> int:
+    """Words of a code cell's printed text (streams and plain-text results, not figures or
+    progress bars): the output a student reads, at the prose pace."""
+    texts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream" and output.get("name") == "stdout":
+            texts.append(output.get("text", ""))
+        elif "data" in output and not any(k.startswith("image/") for k in output["data"]):
+            texts.append(output["data"].get("text/plain", ""))
+    text = _NOT_READ.sub(" ", "".join("".join(t) if isinstance(t, list) else t for t in texts))
+    return len(re.findall(r"\S+", text))
+
+
 def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[Section]:
     """Split a notebook at its ``## `` headings (wherever they sit in a cell) and measure
     each part."""
@@ -231,6 +250,7 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
         answers = SOLUTION.findall(source)
         section.solution_code_lines += sum(_code_lines(a) for a in answers)
         section.code_lines += _code_lines(SOLUTION.sub("", source))
+        section.output_words += _output_words(cell)
         section.seconds += cell_seconds
         section.figures += sum(1 for o in cell.get("outputs", [])
                                if "image/png" in o.get("data", {}))
@@ -254,7 +274,10 @@ def recorded_seconds(notebook: nbformat.NotebookNode) -> list[float]:
     return seconds
 
 
-def report(timed: list[Timed], quick: bool, dates: str) -> str:
+def report(timed: list[Timed], quick: bool, dates: str,
+           runs: dict[str, str | None] | None = None) -> str:
+    """``docs/day_plan.md``'s measured part; ``runs``: each notebook's run date."""
+    runs = runs or {}
     import torch
 
     lines = [
@@ -268,7 +291,9 @@ def report(timed: list[Timed], quick: bool, dates: str) -> str:
         "Computing is the measured time of each section's cells in a fresh kernel. Reading is "
         f"estimated at {WORDS_PER_MINUTE} words of prose a minute, the slowest (memorizing) gear "
         "of Carver's reading rates (Journal of Reading 36(2), 1992), with every symbol of a "
-        f"formula counted as a word; {CODE_LINES_PER_MINUTE} lines of code a minute, the pace of "
+        "formula counted as a word, and the same pace for the text the cells print (tables, "
+        "translations, measurements: every word of a cell's printed output, not its figures or "
+        f"progress bars); {CODE_LINES_PER_MINUTE} lines of code a minute, the pace of "
         "a careful code review (Cisco's study, in J. Cohen, *Best Kept Secrets of Peer Code "
         f"Review*, 2006); and {FIGURE_MINUTES} min per figure, a budget (see "
         "`benchmarks/day_plan.py`). For the exercises and the lecture's \"your turn\" cells, "
@@ -306,6 +331,23 @@ def report(timed: list[Timed], quick: bool, dates: str) -> str:
         "",
         f"**In all:** core sections {core:.0f} min (notebook 4's computing included), "
         f"extensions and homework {rest:.0f} min.",
+        "",
+        "## Which runs these are",
+        "",
+        "Every figure above comes from the run whose outputs are committed in that notebook: its "
+        "computing is the time of each cell as Jupyter recorded it in that run "
+        "(`benchmarks/day_plan.py --recount` reads those timestamps, and re-counts the prose "
+        "after an edit without running anything again), and its date is the run's own "
+        "(`course.built_with` in the notebook's metadata).",
+        "",
+        "| notebook | run of | computing (min) |",
+        "|---|---|---|",
+        *(f"| `{t.path}` | {runs.get(t.path) or 'not recorded'} | "
+          f"{sum(s.seconds for s in t.sections) / 60:.1f} |" for t in timed),
+        "",
+        "The block totals count notebook 4's reading but not its computing, which runs in the "
+        "background from the start of the day (`BACKGROUND` in `benchmarks/day_plan.py`); "
+        "`BLOCK_OF` there says which sections fill which block of the course page.",
         "",
     ]
     return "\n".join(lines)
@@ -370,7 +412,8 @@ def main(argv: list[str] | None = None) -> int:
     timed = [Timed.from_record(p, saved[p]) for p in order]
     dates = sorted({saved[p]["measured"] for p in order})
     quick = any(saved[p]["quick"] for p in order)
-    update_section(args.out, "day-plan", report(timed, quick, ", ".join(dates)))
+    runs = {p: saved[p]["measured"] for p in order}
+    update_section(args.out, "day-plan", report(timed, quick, ", ".join(dates), runs))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

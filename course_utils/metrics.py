@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sacrebleu.metrics import BLEU
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # only annotated: the scores need no model code at run time
 
 __all__ = [
     "LENGTH_BUCKETS",
+    "Bucket",
     "BleuComparison",
     "BleuResult",
     "Interval",
@@ -33,6 +34,7 @@ __all__ = [
     "corpus_bleu",
     "correct",
     "exact_match",
+    "length_buckets",
 ]
 
 
@@ -61,6 +63,38 @@ def accuracy_by_length(decoded: Decoded, pairs: Sequence[Pair]) -> dict[int, flo
 
 #: Source-length buckets of the lesson, in tokens: (name, shortest, longest).
 LENGTH_BUCKETS = (("< 10", 0, 9), ("10-20", 10, 20), ("> 20", 21, 10**9))
+
+#: A bucket of source lengths: (name, shortest, longest), in tokens, both ends included.
+Bucket = tuple[str, int, int]
+
+
+def length_buckets(width: int, last: int) -> tuple[Bucket, ...]:
+    """Buckets of ``width`` tokens from 0, the last one open: ``length_buckets(10, 60)`` gives
+    ``0-9``, ``10-19``, ..., ``50-59`` and ``60+``."""
+    if int(width) < 1 or int(last) < int(width) or int(last) % int(width):
+        raise ValueError(f"width must be at least 1 and last a multiple of it, at least width; "
+                         f"got width={width}, last={last}")
+    inner = tuple((f"{low}-{low + width - 1}", low, low + width - 1)
+                  for low in range(0, int(last), int(width)))
+    return (*inner, (f"{last}+", int(last), 10**9))
+
+
+def _check_buckets(buckets: Sequence[Bucket]) -> tuple[Bucket, ...]:
+    """``buckets`` as a tuple, or a ValueError: named uniquely, in order, not overlapping."""
+    buckets = tuple(buckets)
+    if not buckets:
+        raise ValueError("buckets must hold at least one (name, shortest, longest) bucket")
+    for name, shortest, longest in buckets:
+        if not 0 <= shortest <= longest:
+            raise ValueError(f"bucket {name!r} must have 0 <= shortest <= longest; got "
+                             f"{shortest} and {longest}")
+    if len({name for name, _, _ in buckets}) != len(buckets):
+        raise ValueError(f"bucket names must differ; got {[b[0] for b in buckets]}")
+    for (name, _, end), (after, start, _) in zip(buckets, buckets[1:]):
+        if start <= end:
+            raise ValueError(f"buckets must be in order and not overlap: {after!r} starts at "
+                             f"{start}, before {name!r} ends ({end})")
+    return buckets
 
 
 def bucket_of(length: int) -> str:
@@ -185,9 +219,7 @@ class LengthComparison:
     counts: dict[str, int]  # sentences per bucket
     bleu: dict[str, dict[str, Interval | None]]  # model -> bucket -> BLEU (None: empty bucket)
     gain: dict[str, dict[str, Interval | None]]  # model -> bucket -> BLEU minus the baseline's
-    drop: dict[str, Interval | None]  # model -> % of short-sentence BLEU lost on long ones
-    gain_growth: dict[str, Interval | None]  # model -> gain on long minus gain on short
-    drop_gap: dict[str, Interval | None]  # model -> the baseline's drop minus this model's
+    gain_growth: dict[str, Interval | None]  # model -> gain on the last minus on the first
     confidence: float
     resamples: int
 
@@ -206,13 +238,9 @@ class LengthComparison:
             row += "".join(f"{_cell(self.gain[m][b], sign=True):>22s}" for m in others)
             lines.append(row)
         short, long = buckets[0], buckets[-1]
-        for m in self.models:
-            lines.append(f"{m}: loses {_cell(self.drop[m])} % of its {short!r} BLEU on {long!r}")
         for m in others:
             lines.append(f"{m}: gain on {long!r} minus gain on {short!r}: "
                          f"{_cell(self.gain_growth[m], sign=True)} BLEU")
-            lines.append(f"{m}: loses {_cell(self.drop_gap[m], sign=True)} percentage points "
-                         f"less than {self.baseline} from {short!r} to {long!r}")
         return "\n".join(lines)
 
 
@@ -254,21 +282,25 @@ def compare_by_length(
     confidence: float = 0.95,
     resamples: int = 1000,
     seed: int = 0,
+    buckets: Sequence[Bucket] = LENGTH_BUCKETS,
 ) -> LengthComparison:
-    """Corpus BLEU per :data:`LENGTH_BUCKETS` bucket for each model, with bootstrap intervals.
+    """Corpus BLEU per source-length bucket (the lesson's :data:`LENGTH_BUCKETS`, or
+    ``buckets``, e.g. :func:`length_buckets`) for each model, with bootstrap intervals.
 
     ``hypotheses`` maps a model name to its outputs for the same sentences (``references``,
     ``source_lengths``). Each bucket's sentences are resampled with replacement ``resamples``
     times; every model is scored on the same resample (a *paired* bootstrap, as in
     ``sacrebleu --paired-bs``), so the gain over ``baseline`` (the first model by default) has
-    its own interval, narrower than the two scores' intervals suggest. Also per model: the
-    relative drop from the shortest to the longest bucket, ``100 * (1 - long / short)``, and
-    how much larger the gain is on long sentences than on short ones.
+    its own interval, narrower than the two scores' intervals suggest; and per model, how much
+    larger the gain is in the last bucket than in the first, in BLEU points. (No share of the
+    first bucket's BLEU lost by the last: a proportional drop favours whichever model starts
+    higher, so it cannot tell a bottleneck from a better model.)
     """
     n = len(references)
     if hypotheses and len(source_lengths) != n:
         raise ValueError(f"{len(source_lengths)} source lengths for {n} references")
     models, baseline = _comparison_models(hypotheses, n, baseline, confidence, resamples)
+    buckets = _check_buckets(buckets)
 
     bleu = BLEU(lowercase=lowercase)
     rng = np.random.default_rng(seed)
@@ -277,7 +309,7 @@ def compare_by_length(
     # only for buckets with sentences: the score on them, and the scores of the resamples
     scores: dict[str, dict[str, float]] = {m: {} for m in models}
     samples: dict[str, dict[str, np.ndarray]] = {m: {} for m in models}
-    for name, shortest, longest in LENGTH_BUCKETS:
+    for name, shortest, longest in buckets:
         chosen = np.flatnonzero((lengths >= shortest) & (lengths <= longest)).tolist()
         counts[name] = len(chosen)
         if not len(chosen):
@@ -290,41 +322,29 @@ def compare_by_length(
     def interval(value: float, draws: np.ndarray) -> Interval:
         return _interval(value, draws, confidence)
 
-    def relative_drop(m: str, source: dict[str, dict[str, np.ndarray]] | None = None) -> Any:
-        """``100 * (1 - long / short)`` of model ``m``: on the sentences, or on each resample."""
-        values: Any = scores if source is None else source
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return 100 * (1 - np.asarray(values[m][long], dtype=float)
-                          / np.asarray(values[m][short], dtype=float))
-
-    buckets = [name for name, _, _ in LENGTH_BUCKETS]
-    short, long = buckets[0], buckets[-1]
+    names = [name for name, _, _ in buckets]
+    short, long = names[0], names[-1]
     ends = short in scores[baseline] and long in scores[baseline]  # same buckets for every model
     result_bleu = {m: {b: interval(scores[m][b], samples[m][b]) if b in scores[m] else None
-                       for b in buckets} for m in models}
-    drop = {m: interval(float(relative_drop(m)), relative_drop(m, samples)) if ends else None
-            for m in models}
+                       for b in names} for m in models}
     gain: dict[str, dict[str, Interval | None]] = {}
     growth: dict[str, Interval | None] = {}
-    gap: dict[str, Interval | None] = {}
     for m in models:
         if m == baseline:
             continue
         gain[m] = {b: interval(scores[m][b] - scores[baseline][b],
                                samples[m][b] - samples[baseline][b]) if b in scores[m] else None
-                   for b in buckets}
+                   for b in names}
         if not ends:
-            growth[m] = gap[m] = None
+            growth[m] = None
             continue
         growth[m] = interval(
             (scores[m][long] - scores[baseline][long])
             - (scores[m][short] - scores[baseline][short]),
             (samples[m][long] - samples[baseline][long])
             - (samples[m][short] - samples[baseline][short]))
-        gap[m] = interval(float(relative_drop(baseline) - relative_drop(m)),
-                          relative_drop(baseline, samples) - relative_drop(m, samples))
-    return LengthComparison(models, baseline, counts, result_bleu, gain, drop, growth, gap,
-                            confidence, int(resamples))
+    return LengthComparison(models, baseline, counts, result_bleu, gain, growth, confidence,
+                            int(resamples))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # for the annotations only: drawing a heatmap needs no PyTorc
 __all__ = [
     "MIN_FONTSIZE",
     "NOTEBOOK_WIDTH",
+    "model_colour",
     "plot_attention",
     "plot_attention_grid",
     "plot_bleu_by_length",
@@ -395,7 +396,7 @@ def plot_weights(
     return fig
 
 
-def _model_colour(name: str, k: int) -> str:
+def model_colour(name: str, k: int) -> str:
     """The same colour for a model in every plot: attention blue, vanilla orange."""
     return {"attention": BLUE, "vanilla": ORANGE}.get(name, PALETTE[(k + 2) % len(PALETTE)])
 
@@ -410,7 +411,7 @@ def plot_loss_curves(
                          f"epoch; got {({n: len(h.epoch) for n, h in histories.items()})}")
     fig, ax = plt.subplots(figsize=(7.5, 4), layout="constrained")
     for k, (name, history) in enumerate(histories.items()):
-        colour = _model_colour(name, k)
+        colour = model_colour(name, k)
         ax.plot(history.epoch, history.train_loss, "o--", color=colour, label=f"{name}: training")
         ax.plot(history.epoch, history.val_loss, "s-", color=colour, label=f"{name}: validation")
     epochs = sorted({e for h in histories.values() for e in h.epoch})
@@ -434,7 +435,7 @@ def plot_bleu_by_length(comparison: LengthComparison, *, title: str = "BLEU by s
                   [s.high - s.value if s else 0.0 for s in scores]]
         offsets = np.arange(len(buckets)) + (k - (len(models) - 1) / 2) * width
         bars = ax.bar(offsets, heights, width, yerr=errors, capsize=3,
-                      color=_model_colour(name, k), label=name)
+                      color=model_colour(name, k), label=name)
         ax.bar_label(bars, fmt="%.1f", fontsize=MIN_FONTSIZE, label_type="center", color="white")
     ax.set_xticks(np.arange(len(buckets)),
                   [f"{b} tokens\n({comparison.counts[b]} sentences)" for b in buckets])

@@ -12,6 +12,7 @@ from course_utils.metrics import (
     bleu_by_length,
     compare_bleu,
     compare_by_length,
+    length_buckets,
 )
 
 WORDS = "a man in a blue shirt rides a bike down a busy street while two small dogs run".split()
@@ -45,11 +46,10 @@ def test_point_values_are_the_bucket_corpus_scores_and_intervals_contain_them():
         assert result.counts[bucket] == expected.n
         gain = result.gain["better"][bucket]
         assert gain.value == pytest.approx(got.value - result.bleu["worse"][bucket].value)
-    short, long = result.bleu["better"]["< 10"].value, result.bleu["better"]["> 20"].value
-    assert result.drop["better"].value == pytest.approx(100 * (1 - long / short))
-    assert result.drop_gap["better"].value == pytest.approx(
-        result.drop["worse"].value - result.drop["better"].value)
-    assert result.drop_gap["better"].low <= result.drop_gap["better"].value
+    growth = result.gain_growth["better"]
+    assert growth.value == pytest.approx(result.gain["better"]["> 20"].value
+                                         - result.gain["better"]["< 10"].value)
+    assert growth.low <= growth.value <= growth.high
     assert result.baseline == "worse" and "worse" not in result.gain  # no gain over itself
     assert "95% bootstrap intervals" in str(result)
 
@@ -79,9 +79,38 @@ def test_an_empty_bucket_is_none_not_a_crash():
     result = compare_by_length({"a": [hyps[i] for i in short], "b": [hyps[i] for i in short]},
                                [refs[i] for i in short], [lengths[i] for i in short])
     assert result.bleu["a"]["> 20"] is None and result.gain["b"]["> 20"] is None
-    assert result.drop["a"] is None and result.gain_growth["b"] is None
-    assert result.drop_gap["b"] is None
+    assert result.gain_growth["b"] is None
     assert "-" in str(result)
+
+
+def test_buckets_of_any_width_reach_the_longest_inputs():
+    """Notebook 4's long inputs: buckets of 10 tokens to 60 and beyond, each scored alone."""
+    hyps, refs, lengths = corpus(300)
+    lengths = [n * 4 for n in lengths]  # sources up to about 100 tokens
+    buckets = length_buckets(10, 60)
+    assert [b[0] for b in buckets] == ["0-9", "10-19", "20-29", "30-39", "40-49", "50-59", "60+"]
+    result = compare_by_length({"a": hyps, "b": hyps}, refs, lengths, buckets=buckets)
+    assert list(result.counts) == [b[0] for b in buckets]
+    assert sum(result.counts.values()) == len(hyps)
+    for name, shortest, longest in buckets:
+        chosen = [i for i, n in enumerate(lengths) if shortest <= n <= longest]
+        if chosen:
+            alone = bleu_by_length([hyps[i] for i in chosen], [refs[i] for i in chosen],
+                                   [5] * len(chosen))["< 10"]
+            assert result.bleu["a"][name].value == pytest.approx(alone.score)
+
+
+@pytest.mark.parametrize("buckets, message", [
+    ((), "at least one"),
+    ((("a", 0, 9), ("a", 10, 19)), "names must differ"),
+    ((("a", 0, 9), ("b", 5, 19)), "not overlap"),
+    ((("a", 9, 0),), "shortest <= longest"),
+])
+def test_bad_buckets_are_refused_by_name(buckets, message):
+    with pytest.raises(ValueError, match=message):
+        compare_by_length({"a": ["x y"]}, ["x y"], [2], buckets=buckets)
+    with pytest.raises(ValueError, match="multiple"):
+        length_buckets(10, 65)
 
 
 @pytest.mark.parametrize("kwargs, message", [

@@ -44,7 +44,7 @@ def comparison(empty_long: bool = False) -> LengthComparison:
         bleu["vanilla"]["> 20"] = bleu["attention"]["> 20"] = None
     return LengthComparison(models=("vanilla", "attention"), baseline="vanilla",
                             counts={"< 10": 179, "10-20": 767, "> 20": 0 if empty_long else 54},
-                            bleu=bleu, gain={}, drop={}, gain_growth={}, drop_gap={},
+                            bleu=bleu, gain={}, gain_growth={},
                             confidence=0.95, resamples=1000)
 
 
