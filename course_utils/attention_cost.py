@@ -29,6 +29,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from course_utils.attention import BahdanauAttention
+from course_utils.colours import BLUE
 from course_utils.plotting import plot_attention
 
 __all__ = ["CostGrid", "KeysTiming", "plot_attention_cost", "show_padding_masks",
@@ -176,6 +177,26 @@ class CostGrid:
         """The slope of log time against log ``T_y * T_x`` (1: time proportional to it)."""
         return float(np.polyfit(np.log(self.products), np.log(self.seconds.ravel()), 1)[0])
 
+    def doublings(self) -> list[tuple[int, int, float]]:
+        """Along the diagonal ``T_y = T_x``: ``(L, 2L, time(2L) / time(L))`` for each length
+        whose double is in the grid (4 where the time is exactly proportional to
+        ``T_y * T_x``)."""
+        index = {n: i for i, n in enumerate(self.lengths)}
+        return [(n, 2 * n, float(self.seconds[index[2 * n], index[2 * n]]
+                                 / self.seconds[index[n], index[n]]))
+                for n in self.lengths if 2 * n in index]
+
+    def describe(self) -> str:
+        """The fitted exponent, the diagonal's times and what each doubling multiplied them by."""
+        diagonal = ", ".join(f"{n} x {n}: {1e3 * self.seconds[i, i]:.0f} ms"
+                             for i, n in enumerate(self.lengths))
+        ratios = ", ".join(f"x{ratio:.1f} ({short} to {long})"
+                           for short, long, ratio in self.doublings())
+        return (f"fitted exponent: {self.exponent:.2f} (1.0 would be exactly proportional to "
+                f"T_y * T_x)\nT_y = T_x, ms per batch of {self.batch}: {diagonal}\n"
+                f"doubling both lengths multiplied the time by {ratios or '-'} "
+                "(x4 if exactly proportional)")
+
 
 def time_attention_grid(lengths: Sequence[int], width: int = 256, batch: int = 32,
                         device: torch.device | None = None, repeats: int = 5) -> CostGrid:
@@ -208,9 +229,19 @@ def plot_attention_cost(grid: CostGrid) -> Figure:
     products, ms = grid.products, 1e3 * grid.seconds.ravel()
     order = np.argsort(products)
     fit = np.exp(np.polyval(np.polyfit(np.log(products), np.log(ms), 1), np.log(products)))
-    left.loglog(products, ms, "o")
+    left.loglog(products, ms, "o", color="0.6", label="every pair of lengths")
     left.loglog(products[order], fit[order], "k--",
                 label=f"fit: time ∝ $(T_y T_x)^{{{grid.exponent:.2f}}}$")
+    # the diagonal T_y = T_x, each doubling labelled with the factor it multiplied the time by
+    diagonal = np.array([1e3 * grid.seconds[i, i] for i in range(len(grid.lengths))])
+    squares = np.array(grid.lengths, dtype=float) ** 2
+    left.loglog(squares, diagonal, "o-", color=BLUE, label="$T_y = T_x$")
+    index = {n: i for i, n in enumerate(grid.lengths)}
+    for short, long, ratio in grid.doublings():
+        middle = np.sqrt(squares[index[short]] * squares[index[long]])
+        height = np.sqrt(diagonal[index[short]] * diagonal[index[long]])
+        left.annotate(f"×{ratio:.1f}", (middle, height), textcoords="offset points",
+                      xytext=(-4, 6), ha="right", fontsize=9, color=BLUE)
     left.set(xlabel="$T_y \\cdot T_x$", ylabel=f"ms per batch of {grid.batch}",
              title=f"Attention over a whole decode ({grid.device})")
     left.legend()

@@ -1,23 +1,17 @@
-"""E10.2's attention model is the one the student built in notebooks 2 and 3: pasted into the
-exercise, checked again by the lecture's checks, not graded, trained (with the library's piece
-standing in for one that does not pass), and its checkpoint loads into the library's model
-(E10.3 reads it). And Part 7a, ``word_differences``: right in any style earns the points, a
-wrong answer loses them with a named hint, values typed in do not pass."""
+"""E10.2's Part 6a, ``word_differences``: right in any style earns the points, a wrong answer
+loses them with a named hint, values typed in do not pass. (Its attention model, the student's
+own from notebooks 2 and 3, is tested in ``tests/test_yours.py``.)"""
 
 import re
 from collections import Counter
 
 import pytest
-import torch
 from helpers import ROOT, judged_by_grader, notebook_functions
 
-from course_utils.attention import BahdanauAttention
-from course_utils.checkpoints import load_checkpoint, save_checkpoint
 from course_utils.checks import NOT_IMPLEMENTED
 from course_utils.checks import e10_2 as checks
 from course_utils.checks.word_errors import _case
-from course_utils.data import Vocab
-from course_utils.models import AttentionDecoder, GRUDecoder, ModelConfig, build_model
+from course_utils.models import ModelConfig
 
 
 def functions(name):
@@ -29,81 +23,6 @@ def functions(name):
 SOLUTION, EXERCISE = functions("solutions"), functions("exercises")
 CONFIG = ModelConfig(src_vocab_size=17, tgt_vocab_size=15, embed_dim=6, hidden_dim=5,
                      attention_dim=4, dropout=0.0, maxout_dim=3)
-
-
-def pieces(namespace):
-    return (namespace["MyBahdanauAttention"], namespace["Decoder"],
-            namespace["TeacherForcing"])
-
-
-def batch():
-    generator = torch.Generator().manual_seed(0)
-    lengths = torch.tensor([5, 2, 4])
-    src = torch.randint(4, CONFIG.src_vocab_size, (3, 5), generator=generator)
-    src[torch.arange(5)[None, :] >= lengths[:, None]] = Vocab.pad_id
-    tgt_in = torch.randint(4, CONFIG.tgt_vocab_size, (3, 4), generator=generator)
-    return src, lengths, tgt_in
-
-
-def test_the_pasted_classes_are_trained_and_equal_the_librarys_model(capsys):
-    assembled = checks.attention_decoder_to_train(*pieces(SOLUTION))
-    out = capsys.readouterr().out
-    assert out.count("✓") == 3 and "yours (MyBahdanauAttention, Decoder.step" in out
-    assert checks.uses_only_yours(assembled)
-    torch.manual_seed(1)
-    library = build_model(CONFIG).eval()
-    yours = build_model(CONFIG, decoder_class=assembled).eval()
-    assert isinstance(yours.decoder.attention, SOLUTION["MyBahdanauAttention"])
-    assert yours.state_dict().keys() == library.state_dict().keys()  # E10.3 loads it
-    yours.load_state_dict(library.state_dict())
-    with torch.no_grad():
-        for got, want in zip(yours(*batch()), library(*batch())):
-            assert torch.allclose(got, want, atol=1e-6)
-
-
-def test_the_checkpoint_of_the_pasted_model_loads_into_the_librarys(tmp_path):
-    torch.manual_seed(2)
-    yours = build_model(CONFIG, decoder_class=checks.attention_decoder_to_train(
-        *pieces(SOLUTION)))
-    src_vocab, tgt_vocab = (Vocab.build([[f"w{i}" for i in range(n - 4)]])  # 4 specials
-                            for n in (CONFIG.src_vocab_size, CONFIG.tgt_vocab_size))
-    path = save_checkpoint(tmp_path / "attention.pt", yours, src_vocab, tgt_vocab)
-    loaded = load_checkpoint(path).model
-    assert type(loaded.decoder) is AttentionDecoder
-    with torch.no_grad():
-        assert torch.allclose(loaded.eval()(*batch())[0], yours.eval()(*batch())[0], atol=1e-6)
-
-
-def test_untouched_pieces_give_way_to_the_librarys_and_the_model_still_runs(capsys):
-    assembled = checks.attention_decoder_to_train(*pieces(EXERCISE))
-    out = capsys.readouterr().out
-    assert "attention model: the library's" in out and out.count("not written yet") == 3
-    assert not checks.uses_only_yours(assembled)
-    model = build_model(CONFIG, decoder_class=assembled).eval()
-    assert isinstance(model.decoder.attention, BahdanauAttention)
-    with torch.no_grad():
-        logits, weights = model(*batch())
-    assert logits.shape == (3, 4, CONFIG.tgt_vocab_size) and weights.shape == (3, 4, 5)
-
-
-def test_a_wrong_step_is_named_and_replaced_the_other_pieces_kept(capsys):
-    namespace = dict(SOLUTION)
-    exec("""
-class Decoder(AttentionDecoder):
-    def step(self, y_prev, s_prev, memory):
-        c, alpha = self.attention(s_prev, memory.encoder_outputs, mask=memory.mask,
-                                  keys=memory.keys)
-        return self.cell(torch.cat([c, y_prev], dim=-1), s_prev), c, alpha
-
-
-class TeacherForcing(Decoder):
-    forward = SOLUTION_FORWARD
-""", {**namespace, "SOLUTION_FORWARD": SOLUTION["TeacherForcing"].forward}, namespace)
-    assembled = checks.attention_decoder_to_train(*pieces(namespace))
-    out = capsys.readouterr().out
-    assert "✗ Decoder.step" in out and "show_worked('step')" in out
-    assert "yours (MyBahdanauAttention, TeacherForcing.forward)" in out
-    assert vars(assembled)["step"] is GRUDecoder.step and not checks.uses_only_yours(assembled)
 
 
 # --------------------------------------------------------------- Part 7a: word_differences

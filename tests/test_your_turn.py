@@ -119,14 +119,7 @@ def test_the_committed_notebooks_show_the_untouched_state():
 
 
 def run_with_worked(path: str, tmp_path) -> nbformat.NotebookNode:
-    from nbclient import NotebookClient
-
-    nb = read(path)
-    for index, piece in your_turn_cells(nb):
-        nb.cells[index].source = with_worked(nb.cells[index].source, piece)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
-    return nb
+    return run_with(read(path), tmp_path)
 
 
 def outputs_of(nb: nbformat.NotebookNode) -> str:
@@ -134,16 +127,123 @@ def outputs_of(nb: nbformat.NotebookNode) -> str:
                      for line in shown_lines(cell))
 
 
-def test_notebook_2_with_the_worked_forward_uses_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_QUICK", "1")
-    text = outputs_of(run_with_worked(NOTEBOOKS[0], tmp_path))
+@pytest.fixture(scope="module")
+def lecture_with_worked(tmp_path_factory):
+    """Notebook 2, then notebook 3, with the worked code in their "your turn" cells, in one copy
+    of the course (one runs folder), at smoke scale; notebook 3 ends with a cell that reports
+    its trained model's attention class and where it came from."""
+    import json
+
+    from _pytest.monkeypatch import MonkeyPatch
+
+    from course_utils.checks.cells import cell_digest
+
+    folder = tmp_path_factory.mktemp("lecture")
+    patch = MonkeyPatch()
+    patch.setenv("COURSE_QUICK", "1")
+    patch.setenv("COURSE_RUNS_DIR", str(folder / "runs"))
+    try:
+        two = run_with_worked(NOTEBOOKS[0], folder)
+        three = read(NOTEBOOKS[1])
+        three.cells.append(nbformat.v4.new_code_cell(
+            "import json\nfrom course_utils.checks.yours import origin\n"
+            "attention = model.decoder.attention\n"
+            "print('REPORT' + json.dumps({'class': type(attention).__name__, "
+            "'origin': origin(type(attention)), 'yours': list(model.decoder.yours), "
+            "'trained': len(history.epoch)}))"))
+        three = run_with(three, folder)
+    finally:
+        patch.undo()
+    asked = [two.cells[i].source for i, piece in your_turn_cells(two) if piece == "attention"]
+    report = json.loads("{" + outputs_of(three).split("REPORT{", 1)[1].splitlines()[0])
+    return outputs_of(two), outputs_of(three), report, cell_digest(asked[0])
+
+
+def run_with(nb: nbformat.NotebookNode, folder) -> nbformat.NotebookNode:
+    from nbclient import NotebookClient
+
+    for index, piece in your_turn_cells(nb):
+        nb.cells[index].source = with_worked(nb.cells[index].source, piece)
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(folder)}}).execute()
+    return nb
+
+
+def test_notebook_2_with_the_worked_forward_uses_it_and_keeps_it(lecture_with_worked):
+    text = lecture_with_worked[0]
     assert "✓ MyBahdanauAttention" in text and "The cells below use yours." in text
+    assert "Kept for the later notebooks:" in text and "yours/attention.py" in text
     assert "weights agree to 1e-12: True" in text
 
 
-def test_notebook_3_trains_the_worked_decoder_and_it_equals_the_library(tmp_path, monkeypatch):
-    monkeypatch.setenv("COURSE_QUICK", "1")
-    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path / "runs"))
-    text = outputs_of(run_with_worked(NOTEBOOKS[1], tmp_path))
+def test_notebook_3_trains_the_students_attention_from_notebook_2(lecture_with_worked):
+    text, report, digest = lecture_with_worked[1:]
     assert "✓ Decoder.step" in text and "✓ TeacherForcing.forward" in text
+    assert "attention: your MyBahdanauAttention from notebook 2" in text
+    assert report["class"] == "MyBahdanauAttention" and report["trained"] >= 1
+    assert report["origin"]["piece"] == "attention"
+    assert report["origin"]["cell"] == digest  # the very cell notebook 2 ran
+    assert report["yours"] == ["MyBahdanauAttention", "Decoder.step", "TeacherForcing.forward"]
+    assert "your pieces compared: MyBahdanauAttention, Decoder.step, TeacherForcing.forward" in text
     assert "logits identical: True | attention weights identical: True" in text
+
+
+# ------------------------------------------------ derived, not dictated: the order is the student's
+
+#: The pieces a decoder's step and teacher-forcing pass call, named in notebook 3's interface.
+INTERFACE = ("prepare", "initial_state", "embed", "cell", "attention", "predict", "step")
+
+
+def calls_in_code(code: str) -> list[str]:
+    """The interface's methods the worked code calls on ``self``, in the order it calls them."""
+    import ast
+
+    tree = ast.parse(code.replace("\n    ", "\n").strip())
+    calls = [node for node in ast.walk(tree) if isinstance(node, ast.Call)
+             and isinstance(node.func, ast.Attribute) and node.func.attr in INTERFACE
+             and isinstance(node.func.value, ast.Name) and node.func.value.id == "self"]
+    return [c.func.attr for c in sorted(calls, key=lambda c: (c.lineno, c.col_offset))]  # type: ignore[attr-defined]
+
+
+def calls_in_prose(text: str) -> list[str]:
+    """The interface's methods a Markdown text names as calls (``self.step(...)``, ``step(``,
+    `` `prepare` ``), in the order it names them."""
+    pattern = r"(?:self\.)?\b(" + "|".join(INTERFACE) + r")\b(?=\(|`)"
+    return re.findall(pattern, text)
+
+
+def is_subsequence(short: list[str], long: list[str]) -> bool:
+    it = iter(long)
+    return all(name in it for name in short)
+
+
+def recipes(nb: nbformat.NotebookNode) -> list[str]:
+    """Each Markdown cell whose named calls hold a worked piece's calls, in its order."""
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type != "markdown":
+            continue
+        named = calls_in_prose(cell.source)
+        for piece in ("step", "teacher forcing"):
+            worked = calls_in_code(WORKED[piece].code)
+            if len(worked) >= 2 and is_subsequence(worked, named):
+                found.append(f"{cell.get('id')}: {piece} {worked} in {named}")
+    return found
+
+
+def test_notebook_3_gives_the_interface_not_the_order_of_the_calls():
+    assert calls_in_code(WORKED["step"].code) == ["attention", "cell"]
+    assert calls_in_code(WORKED["teacher forcing"].code) == [
+        "prepare", "embed", "initial_state", "step", "predict"]
+    assert recipes(read(NOTEBOOKS[1])) == []
+
+
+def test_a_recipe_in_the_prose_is_found():
+    nb = read(NOTEBOOKS[1])
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        "Prepare the memory with `self.prepare(...)`, embed the target with `self.embed(...)`, "
+        "start from `self.initial_state(summary)`, call `self.step(...)` at each position and "
+        "`self.predict(...)` once."))
+    nb.cells.append(nbformat.v4.new_markdown_cell(
+        "First `self.attention(s_prev, ...)`, then `self.cell(...)`."))
+    assert len(recipes(nb)) == 2

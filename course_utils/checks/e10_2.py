@@ -19,9 +19,9 @@ Under ``course-grade`` it is judged in the grader: its ``adapt``
 and reports plain data; the grader rebuilds the same library model from the seed and decides.
 
 The attention model is the one the student wrote in notebooks 2 and 3 (``MyBahdanauAttention``,
-``Decoder.step``, ``TeacherForcing.forward``), pasted into the exercise and checked again by the
-lecture's own checks (:mod:`course_utils.checks.lecture`) in
-:func:`attention_decoder_to_train`; it earns no points here, as it did in the lecture.
+``Decoder.step``, ``TeacherForcing.forward``), kept by the lecture's checks when they passed and
+assembled again here by :func:`course_utils.checks.yours.your_attention_decoder`, with no
+paste; it earns no points here, as it did in the lecture.
 
 Parts 3 and 4 (BLEU against sentence length as a curve, the paper's Figure 2, and its chart)
 are judged by :mod:`course_utils.checks.bleu_curve`, Part 6's ``word_differences`` (the raw
@@ -32,12 +32,10 @@ none of these answers. The comparison and the error analysis are graded by hand.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import torch
 
-from course_utils.attention import BahdanauAttention
 from course_utils.checks.bleu_curve import (
     CURVE_POINTS,
     PLOT_POINTS,
@@ -55,18 +53,11 @@ from course_utils.checks.decoders import (
 )
 from course_utils.checks.framework import Exercise
 from course_utils.checks.hints import raise_named
-from course_utils.checks.lecture import (
-    check_attention_module,
-    check_decoder_step,
-    check_teacher_forcing,
-)
 from course_utils.checks.probes import fresh_seed
 from course_utils.checks.word_errors import HIDDEN, judge_word_differences
 from course_utils.decoding import greedy_decode
 from course_utils.models import (
-    AttentionDecoder,
     DecoderMemory,
-    GRUDecoder,
     Seq2Seq,
     VanillaDecoder,
 )
@@ -76,12 +67,10 @@ GRADERS = ("course_utils.checks.hidden_e10_2",) if HIDDEN else ()
 
 __all__ = [
     "EXERCISE",
-    "attention_decoder_to_train",
     "check_bleu_curve",
     "check_plot_curves",
     "check_vanilla_context",
     "check_word_differences",
-    "uses_only_yours",
     "vanilla_decoder_to_train",
 ]
 
@@ -237,66 +226,6 @@ def _same_tokens(got: object, want: list[list[int]]) -> bool:
     return (isinstance(got, list) and len(got) == len(want)
             and all(isinstance(row, list) and all(type(t) is int for t in row)
                     and row == list(w) for row, w in zip(got, want)))
-
-
-# ------------------------------------- Part 1b: the attention model of notebooks 2 and 3
-
-
-class _Assembled:
-    """What :func:`attention_decoder_to_train` adds to the student's decoder: their attention
-    module in ``self.attention`` and a ``prepare`` that computes its keys once per batch (the
-    pasted ``MyBahdanauAttention`` has only ``forward``; the library's ``prepare`` asks for
-    ``project_keys``). The parameter names stay the library's, so E10.3 loads the checkpoint
-    into a library model."""
-
-    attention_class: type = BahdanauAttention
-
-    def __init__(self, vocab_size, embed_dim, hidden_dim, encoder_dim, attention_dim,
-                 dropout=0.0, maxout_dim=0, score="additive"):
-        super().__init__(vocab_size, embed_dim, hidden_dim, encoder_dim,  # type: ignore[call-arg]
-                         attention_dim, dropout=dropout, maxout_dim=maxout_dim, score=score)
-        self.attention = self.attention_class(encoder_dim, hidden_dim, attention_dim)
-
-    def prepare(self, encoder_outputs, summary, mask):
-        memory = GRUDecoder.prepare(self, encoder_outputs, summary, mask)  # type: ignore[arg-type]
-        return replace(memory, keys=self.attention.W_h(memory.encoder_outputs))
-
-
-def attention_decoder_to_train(attention_class: object, decoder_class: object,
-                               forcing_class: object) -> type[AttentionDecoder]:
-    """The attention decoder to train: the student's notebook 2 and 3 classes, pasted into the
-    exercise (``MyBahdanauAttention``, ``Decoder`` with its ``step``, ``TeacherForcing`` with
-    its ``forward``), each checked again by the lecture's check, which prints its verdict. A
-    piece that does not pass is replaced by the library's (the verdict says so), so the rest of
-    the notebook runs. Not graded: these pieces earned their keep in the lecture."""
-    attention = check_attention_module(attention_class)
-    step_ok = check_decoder_step(decoder_class) is decoder_class
-    base: type = (forcing_class if isinstance(forcing_class, type)
-                  and issubclass(forcing_class, AttentionDecoder) else AttentionDecoder)
-    # the forward is judged on its own: with the library's step standing in for a wrong one
-    forcing = forcing_class if step_ok or base is AttentionDecoder else type(
-        base.__name__, (base,), {"step": GRUDecoder.step, "__module__": base.__module__})
-    forward_ok = check_teacher_forcing(forcing) is forcing
-    namespace: dict = {"attention_class": attention, "__module__": __name__}
-    if not step_ok:
-        namespace["step"] = GRUDecoder.step
-    if not forward_ok:
-        namespace["forward"] = GRUDecoder.forward
-    assembled = type("YourAttentionDecoder", (_Assembled, base), namespace)
-    yours = [name for name, ok in (("MyBahdanauAttention", attention is attention_class),
-                                   ("Decoder.step", step_ok),
-                                   ("TeacherForcing.forward", forward_ok)) if ok]
-    print("attention model: " + (f"yours ({', '.join(yours)})" if yours else "the library's")
-          + ("" if len(yours) == 3 else "; the library's pieces stand in for the others "
-             "until yours pass"))
-    return assembled
-
-
-def uses_only_yours(decoder_class: type) -> bool:
-    """Whether :func:`attention_decoder_to_train` assembled the student's three pieces."""
-    attention = getattr(decoder_class, "attention_class", None)
-    return (attention is not None and attention is not BahdanauAttention
-            and "step" not in vars(decoder_class) and "forward" not in vars(decoder_class))
 
 
 def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:

@@ -18,12 +18,14 @@ from collections.abc import Callable, Collection
 import torch
 
 from course_utils.attention import BahdanauAttention
+from course_utils.checkpoints import display_path
 from course_utils.checks.attention_hints import attention_mistakes, step_mistakes
 from course_utils.checks.calling import CheckFailed, call_student
 from course_utils.checks.decoders import close
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
-from course_utils.checks.worked import WORKED, attempt_failed, show_worked
+from course_utils.checks.worked import WORKED, attempt_failed, show_hint, show_worked
+from course_utils.checks.yours import forget, keep
 from course_utils.models import (
     AttentionDecoder,
     DecoderMemory,
@@ -33,7 +35,8 @@ from course_utils.models import (
     build_model,
 )
 
-__all__ = ["check_attention_module", "check_decoder_step", "check_teacher_forcing", "show_worked"]
+__all__ = ["check_attention_module", "check_decoder_step", "check_teacher_forcing", "show_hint",
+           "show_worked"]
 
 #: The library modules that hold the answers: calling them is not writing the code.
 LIBRARY = ("course_utils.attention", "course_utils.scores", "course_utils.models")
@@ -85,10 +88,22 @@ def _report(name: str, piece: str, fallback: str, problems: Callable[[], str]) -
     except CheckFailed as failed:
         attempt_failed(piece)
         _say(f"✗ {name}: {failed.message.rstrip('.')}.\n{using} Stuck? "
-             f"show_worked({piece!r}) prints a worked version.")
+             f"show_hint({piece!r}) gives the order of the computation in words, and "
+             f"show_worked({piece!r}) a worked version.")
         return False
     _say(f"✓ {name}: {passed} The cells below use yours.")
     return True
+
+
+def _kept(piece: str, cls: type, passed: bool) -> None:
+    """Keep the class whose check of ``piece`` passed for the later notebooks (say where), or
+    forget the piece kept before (:mod:`course_utils.checks.yours`)."""
+    if not passed:
+        forget(piece)
+        return
+    path = keep(piece, cls)
+    if path is not None:
+        _say(f"Kept for the later notebooks: {display_path(path)}.")
 
 
 def _own_work(function: Callable, what: str, modules: Collection[str] = LIBRARY) -> None:
@@ -211,10 +226,10 @@ def check_attention_module(module_class: object) -> type:
 
     Returns the class the notebook goes on with: ``module_class`` once it passes, otherwise
     :class:`course_utils.BahdanauAttention`."""
-    if _report("MyBahdanauAttention", "attention", "course_utils.BahdanauAttention",
-               lambda: _attention_problems(module_class)):
-        return module_class  # type: ignore[return-value]
-    return BahdanauAttention
+    passed = _report("MyBahdanauAttention", "attention", "course_utils.BahdanauAttention",
+                     lambda: _attention_problems(module_class))
+    _kept("attention", module_class, passed)  # type: ignore[arg-type]
+    return module_class if passed else BahdanauAttention  # type: ignore[return-value]
 
 
 # ------------------------------------------------------------------------- notebook 3
@@ -308,9 +323,11 @@ def check_decoder_step(decoder_class: object) -> type:
 
     Returns the class the notebook goes on with: ``decoder_class`` once its step passes,
     otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s step."""
-    if _report("Decoder.step", "step", "AttentionDecoder's own step (course_utils)",
-               lambda: _step_problems(decoder_class)) or not (
-                   isinstance(decoder_class, type) and issubclass(decoder_class, AttentionDecoder)):
+    passed = _report("Decoder.step", "step", "AttentionDecoder's own step (course_utils)",
+                     lambda: _step_problems(decoder_class))
+    _kept("step", decoder_class, passed)  # type: ignore[arg-type]
+    if passed or not (isinstance(decoder_class, type)
+                      and issubclass(decoder_class, AttentionDecoder)):
         return decoder_class  # type: ignore[return-value]
     return _fallback(decoder_class, "step")
 
@@ -417,10 +434,12 @@ def check_teacher_forcing(decoder_class: object) -> type:
 
     Returns the class the notebook trains: ``decoder_class`` once its forward passes,
     otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s forward."""
-    if _report("TeacherForcing.forward", "teacher forcing",
-               "AttentionDecoder's own forward (course_utils)",
-               lambda: _forward_problems(decoder_class)) or not (
-                   isinstance(decoder_class, type) and issubclass(decoder_class, AttentionDecoder)):
+    passed = _report("TeacherForcing.forward", "teacher forcing",
+                     "AttentionDecoder's own forward (course_utils)",
+                     lambda: _forward_problems(decoder_class))
+    _kept("teacher forcing", decoder_class, passed)  # type: ignore[arg-type]
+    if passed or not (isinstance(decoder_class, type)
+                      and issubclass(decoder_class, AttentionDecoder)):
         return decoder_class  # type: ignore[return-value]
     return _fallback(decoder_class, "forward")
 

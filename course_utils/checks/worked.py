@@ -15,18 +15,21 @@ output of a notebook shows those lines before the cell that asks for them.
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 
-__all__ = ["WORKED", "Worked", "attempt_failed", "show_worked"]
+__all__ = ["WORKED", "Worked", "attempt_failed", "show_hint", "show_worked"]
 
 
 @dataclass(frozen=True)
 class Worked:
-    """One "your turn" piece: where it is asked, and its worked code."""
+    """One "your turn" piece: where it is asked, its worked code, and a hint: the order of the
+    computation in words, offered before the code."""
 
     title: str
     where: str
     code: str
+    hint: str = ""
 
 
 WORKED: dict[str, Worked] = {
@@ -44,7 +47,11 @@ WORKED: dict[str, Worked] = {
         weights = torch.softmax(energies, dim=-1)                   # (B, T_x), over j
         context = torch.bmm(weights.unsqueeze(1), encoder_outputs)  # (B, 1, enc_dim)
         return context.squeeze(1), weights
-'''),
+''',
+        "In order: the keys W_h h_j for every position (unless `keys` is given); the query W_s s "
+        "with a length-1 position axis, so that it broadcasts against the keys; the energies "
+        "v^T tanh(query + keys), one per position; -inf at the padded positions; the softmax "
+        "over the positions; the weighted sum of the encoder outputs."),
     "step": Worked(
         "Decoder.step",
         "notebook 3, section 2",
@@ -54,7 +61,11 @@ WORKED: dict[str, Worked] = {
                                   mask=memory.mask, keys=memory.keys)  # 1. attend with s_(i-1)
         s = self.cell(torch.cat([y_prev, c], dim=-1), s_prev)        # 2. s_i from [y_(i-1); c_i]
         return s, c, alpha
-'''),
+''',
+        "Two calls, in the equations' order: the attention module with the previous state as "
+        "the query, over memory's encoder outputs, with its mask and keys, gives c_i and "
+        "alpha_i; the GRU cell then takes the word and that context side by side, "
+        "[y_(i-1); c_i], and the previous state, and gives s_i."),
     "teacher forcing": Worked(
         "TeacherForcing.forward",
         "notebook 3, section 2",
@@ -68,7 +79,12 @@ WORKED: dict[str, Worked] = {
             steps.append((s, c, alpha))
         S, C, weights = (torch.stack(x, dim=1) for x in zip(*steps))  # (B, T_y, ...) each
         return self.predict(S, C, y, positions), weights
-'''),
+''',
+        "Once per batch: prepare the memory (the keys), embed the whole target, and compute "
+        "s_0 with the bridge. Then a loop over the target positions: step i + 1 gets the "
+        "embedded column i and the state the previous step returned. Stack the states, "
+        "contexts and weights along the time axis (dim=1), and call the output layer once, on "
+        "all steps, passing positions on."),
 }
 
 #: The pieces whose check has seen a wrong attempt in this kernel.
@@ -82,17 +98,34 @@ def attempt_failed(name: str) -> None:
     _failed.add(name)
 
 
+def _opened(name: str, what: str) -> Worked | None:
+    """The piece ``name``, once its check has seen an attempt fail; before that, say so."""
+    if name not in WORKED:
+        raise ValueError(f"{what} takes one of {', '.join(map(repr, WORKED))}; got {name!r}")
+    piece = WORKED[name]
+    if name not in _failed:
+        kind = "hint" if what == "show_hint" else "worked version"
+        print(f"Try {piece.title} first ({piece.where}): the {kind} opens once the check under "
+              "your cell has run an attempt of yours and found it wrong.")
+        return None
+    return piece
+
+
+def show_hint(name: str) -> None:
+    """Print the order of the computation of ``name`` (one of :data:`WORKED`'s keys), in
+    words, once its check has seen an attempt of yours fail: the step before the worked code."""
+    piece = _opened(name, "show_hint")
+    if piece is not None:
+        print(f"A hint for {piece.title} ({piece.where}):\n")
+        print(textwrap.fill(piece.hint, 88))
+        print(f"\nStill stuck? show_worked({name!r}) prints a worked version.")
+
+
 def show_worked(name: str) -> None:
     """Print the worked version of ``name`` (one of :data:`WORKED`'s keys) once its check has
     seen an attempt of yours fail; before that, say so and print nothing of it."""
-    if name not in WORKED:
-        raise ValueError(f"show_worked takes one of {', '.join(map(repr, WORKED))}; "
-                         f"got {name!r}")
-    piece = WORKED[name]
-    if name not in _failed:
-        print(f"Try {piece.title} first ({piece.where}): the worked version opens once the check "
-              "under your cell has run an attempt of yours and found it wrong.")
-        return
-    print(f"A worked {piece.title} ({piece.where}). Compare it with yours line by line, fix "
-          "yours, and run your cell and the check again:\n")
-    print(piece.code)
+    piece = _opened(name, "show_worked")
+    if piece is not None:
+        print(f"A worked {piece.title} ({piece.where}). Compare it with yours line by line, fix "
+              "yours, and run your cell and the check again:\n")
+        print(piece.code)
