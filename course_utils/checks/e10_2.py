@@ -131,14 +131,9 @@ def _judge_context(raw: object, seed: int) -> str:
     if raw.get("weights_none") is not True:
         faults.append((POINTS - 1, "the vanilla decoder has no attention weights: return None "
                                    "as the second value"))
-    outputs = memory.encoder_outputs
-    half = outputs.shape[-1] // 2
-    want = torch.zeros_like(outputs)  # 1 at the positions read, 0 elsewhere
-    want[torch.arange(len(lengths)), lengths - 1, :half] = 1
-    want[:, 0, half:] = 1
     if raw.get("grad_error"):
         faults.append((POINTS - 2, str(raw["grad_error"])[:300]))
-    elif not close(_tensor(raw.get("grad")), want):
+    elif not _reads_back(_tensor(raw.get("grad")), memory.encoder_outputs, lengths):
         faults.append((POINTS - 2, "no gradient flows back from your context to the encoder "
                                    "outputs (`.detach()`, `.numpy()`, `.data` or a new tensor "
                                    "built from numbers?): training could not teach the encoder "
@@ -151,6 +146,18 @@ def _judge_context(raw: object, seed: int) -> str:
                           points=min(points for points, _ in faults))
     return ("the encoder's final states, read from its outputs; in the whole model, the same "
             "logits and greedy translations as the library's vanilla decoder")
+
+
+def _reads_back(grad: torch.Tensor | None, outputs: torch.Tensor, lengths: torch.Tensor) -> bool:
+    """Whether the gradient of the context's sum reaches the encoder outputs it was read from:
+    the grader knows which (:func:`hidden_e10_2.context_read`); a handout, without that module,
+    checks that it is 1 at as many numbers per sentence as the context has, and 0 elsewhere."""
+    if grad is None or grad.shape != outputs.shape:
+        return False
+    if HIDDEN is not None:
+        return close(grad, HIDDEN.context_read(outputs, lengths))
+    ones = torch.isclose(grad, torch.ones_like(grad))
+    return bool((ones | (grad == 0)).all() and (ones.sum((1, 2)) == outputs.shape[-1]).all())
 
 
 def _judge_sentences(raw: dict, library: Seq2Seq, src: torch.Tensor, lengths: torch.Tensor,
@@ -183,16 +190,12 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
                                                                                     str]]:
     outputs, summary = memory.encoder_outputs, memory.summary
     half = outputs.shape[-1] // 2
-    rows = torch.arange(outputs.shape[0])
-    last = outputs[rows, lengths - 1]  # the whole vector at the last real token
     final_states = "the encoder's final states, [forward at the last real token; backward at " \
                    "the first]"
     return [
         (torch.cat([summary[:, half:], summary[:, :half]], -1),
          "wrong concatenation order: the forward state comes first, then the backward one"),
-        (last, "you forgot the backward direction: at the last token its half of the output has "
-               "read only that token. The backward GRU reads right to left, so its final state "
-               "sits at position 0"),
+        *(HIDDEN.context_slips(outputs, lengths) if HIDDEN is not None else []),
         (outputs[:, 0], "the forward half at position 0 has read only the first token: the "
                         "forward GRU's final state sits at each sentence's last real token"),
         (outputs[:, -1], "column -1 is padding (zeros) for every sentence shorter than the "
@@ -201,9 +204,6 @@ def _context_mistakes(memory: DecoderMemory, lengths: torch.Tensor) -> list[tupl
          "the backward half is right, but the forward half comes from column -1, which is "
          "padding for every sentence shorter than the batch: take it at each sentence's last "
          "real token (from `memory.mask`)"),
-        (torch.cat([last[:, half:], outputs[:, 0, :half]], -1),
-         "the halves are swapped: take the first half (forward) at the last real token and the "
-         "second half (backward) at position 0"),
         (outputs.sum(1) / lengths[:, None], f"that is the mean of the encoder outputs, not "
                                             f"{final_states}"),
         (outputs.mean(1), f"that is the mean of the encoder outputs (padding included), not "

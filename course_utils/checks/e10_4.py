@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from types import ModuleType
 
 import numpy as np
 import torch
@@ -402,6 +403,21 @@ def check_additive(run: Callable) -> str:
 
 # ------------------------------------------------------------------------------ low rank
 
+HIDDEN: ModuleType | None
+try:  # the grader's named mistakes of Part 5b; a student handout has no such module
+    import course_utils.checks.hidden_e10_4 as HIDDEN
+except ImportError:
+    HIDDEN = None
+
+
+def _general_score(W: torch.Tensor, state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
+    """The energies ``s^T W h_j`` of the library's general score with the matrix ``W``
+    ``(decoder_dim, encoder_dim)``: a rank-limited score is the general one with ``W = U V``."""
+    general = GeneralAttention(W.shape[1], W.shape[0])
+    with torch.no_grad():
+        general.W.weight.copy_(W)
+        return general.energies(state, general.project_keys(outputs))
+
 _LOW_RANK = "LowRankGeneralScore"
 #: (batch, src_len, encoder_dim, decoder_dim, rank): the sizes all differ, then the source is as
 #: long as the keys are wide (3 and 3), where a product over the wrong axis gives other numbers.
@@ -460,11 +476,11 @@ def check_low_rank(run: Callable) -> str:
                 raised = failed.message.split(": the product runs")[0]
                 raise CheckFailed(f"{_U_HINT} ({raised})") from None
             raise
-        keys = torch.einsum("re,bte->btr", V, outputs)  # V h_j: (batch, src_len, rank)
-        query = state @ U  # U^T s: (batch, rank)
-        expected = torch.bmm(keys, query.unsqueeze(-1)).squeeze(-1)
+        expected = _general_score(U @ V, state, outputs)  # W = U V, the library's general score
         if not _close(result["energies"], expected):
-            raise_named(result["energies"], [(_wrong_axis(query, keys), _MIXED_UP)], _close)
+            if HIDDEN is not None:
+                raise_named(result["energies"], HIDDEN.low_rank_slips(state, outputs, U, V),
+                            _close)
             raise CheckFailed(f"energies differ from s^T U V h_j on a batch of {batch} sources "
                               f"of {src_len} positions (encoder outputs of {encoder_dim}, "
                               f"states of {decoder_dim}, rank {rank})")

@@ -12,8 +12,36 @@ submission that calls this module earns nothing for the part (it is one of the c
 from __future__ import annotations
 
 import sacrebleu
+import torch
 
-__all__ = ["MISTAKES", "bleu_curve", "tally", "word_differences"]
+__all__ = ["MISTAKES", "bleu_curve", "context_read", "context_slips", "tally",
+           "word_differences"]
+
+
+def context_read(outputs: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """Part 1a: 1 at each encoder output the fixed context reads (the forward half where each
+    sentence's forward GRU ends, the backward half where the backward GRU ends), 0 elsewhere:
+    the gradient of the context's sum with respect to the outputs."""
+    read = torch.zeros_like(outputs)
+    width = outputs.shape[-1] // 2
+    for row, length in enumerate(lengths.tolist()):
+        read[row, length - 1, :width] = 1  # forward: its last real token
+        read[row, 0, width:] = 1  # backward: right to left, it ends at the first token
+    return read
+
+
+def context_slips(outputs: torch.Tensor, lengths: torch.Tensor) -> list[tuple[torch.Tensor, str]]:
+    """Part 1a's mistakes that read the right positions the wrong way, each with its hint."""
+    width = outputs.shape[-1] // 2
+    end = torch.stack([outputs[row, length - 1] for row, length in enumerate(lengths.tolist())])
+    return [
+        (end, "you forgot the backward direction: at the last token its half of the output has "
+              "read only that token. The backward GRU reads right to left, so its final state "
+              "sits at position 0"),
+        (torch.cat([end[:, width:], outputs[:, 0, :width]], -1),
+         "the halves are swapped: take the first half (forward) at the last real token and the "
+         "second half (backward) at position 0"),
+    ]
 
 
 def tally(words: list[str]) -> dict[str, int]:
