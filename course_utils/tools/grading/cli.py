@@ -8,8 +8,9 @@ The ``course-grade`` command (also ``python -m course_utils.tools.grading``): it
 limit's default and help text come from :class:`.limits.GradingLimits`), the sandbox this machine
 offers, the calibration of the time limits, and what it says once the batch is graded
 (:func:`.reports.summary`, the limits that applied, the sandbox and the memory limit it ran under,
-what it ignored, what it wrote). Ctrl-C and SIGTERM stop it cleanly (:mod:`.stopping`): exit
-status 130 or 143, nothing left behind, the earlier gradebook as it was.
+what it ignored, what it wrote; the written answers' marks, :mod:`.marks`). Ctrl-C and SIGTERM
+stop it cleanly (:mod:`.stopping`): exit status 130 or 143, nothing left behind, the earlier
+gradebook as it was.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from course_utils.tools.grading.batch import JOBS, grade_folder
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import MEMORY_ENFORCEMENT, Calibration, GradingLimits
+from course_utils.tools.grading.marks import MARKS, MarksError, describe
 from course_utils.tools.grading.reports import summary
 from course_utils.tools.grading.shards import MergeError, merge, parse_shard, read_record
 from course_utils.tools.grading.stopping import Interrupted, on_signals
@@ -51,6 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shard", metavar="K/N",
                         help="grade only the K-th of N shares of the folder (1 <= K <= N), "
                              "then `course-grade merge` the N output folders")
+    parser.add_argument("--marks", type=Path, metavar="PATH",
+                        help="the written answers' marks (default: OUT/marks.csv), which a run "
+                             "creates and completes; a shard only reads it (give the merge's, "
+                             "e.g. grades/all/marks.csv)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -62,7 +68,19 @@ def _merge_parser() -> argparse.ArgumentParser:
                     "folders of the N shards of one grading (course-grade --shard K/N)")
     parser.add_argument("shards", nargs="+", type=Path, help="the shards' output folders")
     parser.add_argument("--out", type=Path, required=True, help="the merged output folder")
+    parser.add_argument("--marks", type=Path, metavar="PATH",
+                        help="the written answers' marks (default: OUT/marks.csv), which the "
+                             "merge creates and completes as an unsharded run does")
     return parser
+
+
+def _fail(error: Exception) -> int:
+    """Print an error, one ``error:`` line per line of it; exit status 2."""
+    for line in str(error).splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    if isinstance(error, MarksError):
+        print("nothing was written: correct the marks file, then run again", file=sys.stderr)
+    return 2
 
 
 def merge_main(argv: list[str]) -> int:
@@ -70,10 +88,9 @@ def merge_main(argv: list[str]) -> int:
     args = _merge_parser().parse_args(argv)
     try:
         with on_signals():
-            results = merge(args.shards, args.out)
-    except MergeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+            results = merge(args.shards, args.out, args.marks)
+    except (MergeError, MarksError) as error:
+        return _fail(error)
     except Interrupted as stop:
         print(f"\n{stop.name}: " + ("the merged outputs were finished first" if
               stop.outputs_written else f"nothing written; {args.out} is as it was"),
@@ -83,6 +100,8 @@ def merge_main(argv: list[str]) -> int:
     for warning in record.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     print(summary(str(record["exercise"]), results))
+    for line in describe(record.get("marks")):
+        print(line)
     _describe_limits(record)
     protection = record.get("protection")
     print(f"sandbox {protection['sandbox']}, memory by {protection['memory']}, in every shard"
@@ -90,7 +109,7 @@ def merge_main(argv: list[str]) -> int:
           "the warning above)")
     print(f"merged {len(args.shards)} shards; wrote {args.out / 'grades.csv'}, "
           f"{args.out / 'feedback'}/, {args.out / 'histogram.png'}, "
-          f"{args.out / 'mistakes.html'}")
+          f"{args.out / 'mistakes.html'}, {args.marks or args.out / MARKS}")
     return 0
 
 
@@ -126,11 +145,10 @@ def main(argv: list[str] | None = None) -> int:
             results = grade_folder(
                 args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
                 reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
-                limits=limits, shard=shard, calibrate=args.calibrate,
+                limits=limits, shard=shard, calibrate=args.calibrate, marks=args.marks,
             )
     except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(error)
     except Interrupted as stop:
         if stop.outputs_written:
             print(f"\n{stop.name} once the outputs were being written: they were finished "
@@ -142,14 +160,18 @@ def main(argv: list[str] | None = None) -> int:
         return stop.exit_code
     print(summary(args.exercise, results))
     record = read_record(args.out)
+    for line in describe(record.get("marks")):
+        print(line)
     _describe_limits(record)
     _describe_protection(args, record)
     for path, why in intake.ignored:
         print(f"ignored: {path}: {why}")
+    marks = args.marks or args.out / MARKS
     print(f"wrote {args.out / 'grades.csv'}, {args.out / 'feedback'}/, "
           f"{args.out / 'histogram.png'}, {args.out / 'mistakes.html'} (what the class got "
           "wrong)" + (f"; shard {shard[0]}/{shard[1]}: merge the {shard[1]} output folders "
-                      "with `course-grade merge`" if shard else ""))
+                      f"with `course-grade merge` (read {marks}, never written by a shard)"
+                      if shard else f", {marks} (type the written answers' marks there)"))
     return 0
 
 
