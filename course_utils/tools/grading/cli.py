@@ -3,6 +3,7 @@
     course-grade E10.1 submissions/ --out grades/ [--jobs 2] [--only alice bob] [--no-reuse]
     course-grade E10.1 submissions/ --shard 3/8 --out grades-3/    # one job of a batch engine
     course-grade merge grades-*/ --out grades/                     # one gradebook from them all
+    course-grade export grades/ --roster roster.csv --format canvas --out canvas.csv
 
 The ``course-grade`` command (also ``python -m course_utils.tools.grading``): its arguments (each
 limit's default and help text come from :class:`.limits.GradingLimits`), the sandbox this machine
@@ -10,7 +11,7 @@ offers, the calibration of the time limits, and what it says once the batch is g
 (:func:`.reports.summary`, the limits that applied, the sandbox and the memory limit it ran under,
 what it ignored, what it wrote; the written answers' marks, :mod:`.marks`). Ctrl-C and SIGTERM
 stop it cleanly (:mod:`.stopping`): exit status 130 or 143, nothing left behind, the earlier
-gradebook as it was.
+gradebook as it was. ``export`` writes the gradebook for an LMS (:mod:`.export`).
 """
 
 from __future__ import annotations
@@ -19,16 +20,24 @@ import argparse
 import sys
 from pathlib import Path
 
+from course_utils.files import write_text_atomically
 from course_utils.tools.grading.batch import JOBS, grade_folder
+from course_utils.tools.grading.export import (
+    FORMATS,
+    PLAIN_ID,
+    export_grades,
+    gradebook_of,
+    read_roster,
+)
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import MEMORY_ENFORCEMENT, Calibration, GradingLimits
-from course_utils.tools.grading.marks import MARKS, MarksError, describe
+from course_utils.tools.grading.marks import CHANGED, MARKS, MarksError, describe
 from course_utils.tools.grading.reports import summary
 from course_utils.tools.grading.shards import MergeError, merge, parse_shard, read_record
 from course_utils.tools.grading.stopping import Interrupted, on_signals
 from course_utils.tools.grading.supervise import hidden_folders
 
-__all__ = ["main", "merge_main"]
+__all__ = ["export_main", "main", "merge_main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -74,6 +83,31 @@ def _merge_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _export_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="course-grade export",
+        description="The gradebook of a course-grade run (or merge), written and automatic "
+                    "points together, as a file an LMS imports")
+    parser.add_argument("grades", type=Path, help="the output folder of course-grade (or merge)")
+    parser.add_argument("--roster", type=Path, required=True,
+                        help="CSV: a column 'submission' (the notebook's file name without "
+                             ".ipynb) and the LMS's identity columns, named as the LMS names "
+                             "them")
+    parser.add_argument("--format", choices=FORMATS, required=True, dest="fmt")
+    parser.add_argument("--out", type=Path, required=True, help="the file to write")
+    parser.add_argument("--marks", type=Path, metavar="PATH",
+                        help="the written answers' marks (default: GRADES/marks.csv)")
+    parser.add_argument("--assignment", help="the grade column's name (default: the exercise)")
+    parser.add_argument("--assignment-id", help="Canvas: the assignment's id, written as "
+                        "'NAME (ID)' so that Canvas finds it whatever its name")
+    parser.add_argument("--id-column", help=f"plain: the roster column written as 'student' "
+                        f"(default: {PLAIN_ID})")
+    parser.add_argument("--partial", action="store_true",
+                        help="export the points so far of students whose written answers are "
+                             "not all marked (by default their score is left empty)")
+    return parser
+
+
 def _fail(error: Exception) -> int:
     """Print an error, one ``error:`` line per line of it; exit status 2."""
     for line in str(error).splitlines():
@@ -81,6 +115,34 @@ def _fail(error: Exception) -> int:
     if isinstance(error, MarksError):
         print("nothing was written: correct the marks file, then run again", file=sys.stderr)
     return 2
+
+
+def export_main(argv: list[str]) -> int:
+    """``course-grade export GRADES --roster R --format F --out FILE``: exit status 1 when a
+    graded student has no roster row (listed; not in the file), 2 on an error (nothing
+    written)."""
+    args = _export_parser().parse_args(argv)
+    try:
+        exercise, results, marking = gradebook_of(args.grades, args.marks)
+        made = export_grades(exercise, results, marking, read_roster(args.roster), args.fmt,
+                             assignment=args.assignment, assignment_id=args.assignment_id,
+                             partial=args.partial, id_column=args.id_column)
+    except (ValueError, KeyError) as error:
+        return _fail(error)
+    write_text_atomically(args.out, made.text)
+    print(f"wrote {args.out}: {len(made.exported)} students, {args.fmt} import format")
+    for names, what in (
+            (made.not_in_roster, "in the gradebook but not in the roster, so NOT in the file: "
+                                 "add them to the roster and export again"),
+            (made.no_submission, "in the roster but not in the gradebook (no submission), "
+                                 "not in the file"),
+            (made.unmarked, "written answers not all marked: " + (
+                "exported with the points so far" if args.partial else
+                "score left empty (--partial exports the points so far)")),
+            (made.changed, f"{CHANGED}, exported with the mark kept")):
+        if names:
+            print(f"{what}: {', '.join(names)}", file=sys.stderr)
+    return 1 if made.not_in_roster else 0
 
 
 def merge_main(argv: list[str]) -> int:
@@ -117,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["merge"]:
         return merge_main(argv[1:])
+    if argv[:1] == ["export"]:
+        return export_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None
