@@ -31,8 +31,8 @@ from course_utils.tools.grading.export import (
 )
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import MEMORY_ENFORCEMENT, Calibration, GradingLimits
-from course_utils.tools.grading.marks import CHANGED, MARKS, MarksError, describe
-from course_utils.tools.grading.reports import summary
+from course_utils.tools.grading.marks import CHANGED, MARKS, MarksError
+from course_utils.tools.grading.reports import marks_summary, summary
 from course_utils.tools.grading.shards import MergeError, merge, parse_shard, read_record
 from course_utils.tools.grading.stopping import Interrupted, on_signals
 from course_utils.tools.grading.supervise import hidden_folders
@@ -162,7 +162,7 @@ def merge_main(argv: list[str]) -> int:
     for warning in record.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     print(summary(str(record["exercise"]), results))
-    for line in describe(record.get("marks")):
+    for line in marks_summary(record.get("marks")):
         print(line)
     _describe_limits(record)
     protection = record.get("protection")
@@ -224,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         return stop.exit_code
     print(summary(args.exercise, results))
     record = read_record(args.out)
-    for line in describe(record.get("marks")):
+    for line in marks_summary(record.get("marks")):
         print(line)
     _describe_limits(record)
     _describe_protection(args, record)

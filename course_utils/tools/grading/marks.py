@@ -43,7 +43,7 @@ from course_utils.tools.grading.spreadsheet import (
 
 __all__ = ["CHANGED", "COLUMNS", "MARKED", "MARKS", "NEEDS_MARKING", "NO_ANSWER",
            "NO_SUBMISSION", "Mark", "Marking", "MarksError", "MarksFile", "MarksSource",
-           "describe", "fingerprint", "read_marks", "reconcile", "save_marks"]
+           "fingerprint", "read_marks", "reconcile", "save_marks"]
 
 #: The marks file's name in an output folder (``course-grade --marks`` names another).
 MARKS = "marks.csv"
@@ -119,35 +119,14 @@ class Marking:
         return "; ".join(parts) or (MARKED if self.questions else "")
 
     def as_record(self, students: list[str]) -> dict:
-        """What ``results.json`` keeps of the marking (and :func:`describe` prints)."""
+        """What ``results.json`` keeps of the marking (:func:`.reports.marks_summary` says
+        it)."""
         return {"file": self.file, "answers": len(students) * len(self.questions),
                 "marked": sum(self.mark(s, q).state != NEEDS_MARKING
                               for s in students for q in self.questions),
                 **{key: {s: names for s in students if (names := self.in_state(s, state))}
                    for key, state in (("needs_marking", NEEDS_MARKING), ("changed", CHANGED))},
                 "no_submission": list(self.absent)}
-
-
-def describe(record: dict | None) -> list[str]:
-    """What ``course-grade`` says of the marks, from the record's ``marks``."""
-    if not record:
-        return []
-
-    def listed(by_student: dict[str, list[str]]) -> str:
-        names = [f"{s} ({', '.join(q)})" for s, q in sorted(by_student.items())]
-        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-
-    lines = [f"written answers: {record['marked']} of {record['answers']} marked in "
-             f"{record['file']}" + (f"; to mark: {listed(record['needs_marking'])}"
-                                    if record["needs_marking"] else "")]
-    if record["changed"]:
-        count = sum(map(len, record["changed"].values()))
-        lines.append(f"{CHANGED}: {count} ({listed(record['changed'])}); the marks are kept: "
-                     "re-read the answers, then empty their fingerprint cells")
-    if record["no_submission"]:
-        lines.append(f"kept the marks of students with no submission: "
-                     f"{', '.join(record['no_submission'])}")
-    return lines
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from course_utils.tools.grading.marks import CHANGED, NEEDS_MARKING, Marking
 from course_utils.tools.grading.results import GradeResult
 from course_utils.tools.grading.spreadsheet import spreadsheet_text
 
-__all__ = ["gradebook_status", "spreadsheet_text", "summary", "write_feedback",
+__all__ = ["gradebook_status", "marks_summary", "spreadsheet_text", "summary", "write_feedback",
            "write_gradebook", "write_histogram"]
 
 
@@ -171,3 +171,26 @@ def summary(exercise_id: str, results: list[GradeResult]) -> str:
         lines.append(f"graded, but with cells that raised an error: {errors} (see the notes "
                      "column and the feedback)")
     return "\n".join(lines)
+
+
+def marks_summary(record: dict | None) -> list[str]:
+    """What ``course-grade`` says of the written answers' marks, from the record's
+    ``marks`` (:meth:`.marks.Marking.as_record`)."""
+    if not record:
+        return []
+
+    def listed(by_student: dict[str, list[str]]) -> str:
+        names = [f"{s} ({', '.join(q)})" for s, q in sorted(by_student.items())]
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    lines = [f"written answers: {record['marked']} of {record['answers']} marked in "
+             f"{record['file']}" + (f"; to mark: {listed(record['needs_marking'])}"
+                                    if record["needs_marking"] else "")]
+    if record["changed"]:
+        count = sum(map(len, record["changed"].values()))
+        lines.append(f"{CHANGED}: {count} ({listed(record['changed'])}); the marks are kept: "
+                     "re-read the answers, then empty their fingerprint cells")
+    if record["no_submission"]:
+        lines.append(f"kept the marks of students with no submission: "
+                     f"{', '.join(record['no_submission'])}")
+    return lines
