@@ -88,9 +88,9 @@ def test_canvas_export_has_canvas_columns_and_points_possible_row(gradebook, cap
     assert made[1][5] == "11"  # points possible: automatic and written
     assert {r[0]: r[1:] for r in made[2:]} == {
         "Liddell, Alice": ["101", "S101", "aliddell", "A", "11"],
-        "Dylan, Bob": ["102", "S102", "bdylan", "A", "1"],
-        "King, Carol": ["103", "S103", "cking", "B", ""]}  # not all marked: left empty
-    assert "written answers not all marked: score left empty" in capsys.readouterr().err
+        "Dylan, Bob": ["102", "S102", "bdylan", "A", "1"]}  # carol: not all marked, left out
+    assert "written answers not all marked: NOT in the file (--partial exports the points so " \
+           "far): carol" in capsys.readouterr().err
 
 
 def test_moodle_export_has_a_user_column_to_map_and_a_grade_column(gradebook):
@@ -100,7 +100,7 @@ def test_moodle_export_has_a_user_column_to_map_and_a_grade_column(gradebook):
     # the roster's user columns, named and ordered as Moodle's export names them (the roster has
     # no Username), then the grade column
     assert made[0][:-1] == sample[0][:-1] and made[0][-1] == "Attention by hand"
-    assert [r[-1] for r in made[1:]] == ["11", "1", ""]
+    assert [r[-1] for r in made[1:]] == ["11", "1"]
     assert all(len(r) == len(made[0]) for r in made)
 
 
@@ -127,7 +127,7 @@ def test_the_export_reads_the_marks_as_they_are_now(gradebook):
     marks = gradebook / "marks.csv"
     marks.write_text(marks.read_text().replace("carol,predict,,", "carol,predict,1,").replace(
         "carol,why,,", "carol,why,2,"))  # marked after the last run, not graded again
-    assert rows(export(gradebook, "plain")[1])[3] == ["carol@example.edu", "8"]
+    assert rows(export(gradebook, "plain")[1])[3] == ["carol@example.edu", "8"]  # all marked
     marks.write_text(marks.read_text().replace("carol,why,2,", "carol,why,5,"))
     assert export(gradebook, "moodle") == (2, None)
 

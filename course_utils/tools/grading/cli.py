@@ -104,7 +104,7 @@ def _export_parser() -> argparse.ArgumentParser:
                         f"(default: {PLAIN_ID})")
     parser.add_argument("--partial", action="store_true",
                         help="export the points so far of students whose written answers are "
-                             "not all marked (by default their score is left empty)")
+                             "not all marked (by default they are left out, and listed)")
     return parser
 
 
@@ -138,7 +138,7 @@ def export_main(argv: list[str]) -> int:
                                  "not in the file"),
             (made.unmarked, "written answers not all marked: " + (
                 "exported with the points so far" if args.partial else
-                "score left empty (--partial exports the points so far)")),
+                "NOT in the file (--partial exports the points so far)")),
             (made.changed, f"{CHANGED}, exported with the mark kept")):
         if names:
             print(f"{what}: {', '.join(names)}", file=sys.stderr)

@@ -20,9 +20,10 @@ student's total (automatic and written points, :mod:`.marks`) in the import form
   and the total, which Gradescope and most others take.
 
 Nobody is dropped silently (:class:`Export`): a graded student without a roster row, a roster
-row without a gradebook row, a student whose written answers are not all marked (their score is
-left empty unless ``partial``: an empty cell changes nothing in Canvas and is skipped by Moodle)
-are each listed.
+row without a gradebook row, and a student whose written answers are not all marked are each
+listed and left out of the file (the last are exported with their points so far when
+``partial``). A student left out keeps what the LMS has: an empty score would not (Moodle's
+import reads an empty grade as "no grade" and clears one given before).
 """
 
 from __future__ import annotations
@@ -123,7 +124,7 @@ class Export:
     exported: list[str]  # the grader's ids, in the roster's order
     not_in_roster: list[str] = field(default_factory=list)  # graded: no LMS id, not exported
     no_submission: list[str] = field(default_factory=list)  # in the roster only, not exported
-    unmarked: list[str] = field(default_factory=list)  # written answers not all marked
+    unmarked: list[str] = field(default_factory=list)  # not all marked: out unless partial
     changed: list[str] = field(default_factory=list)  # exported with a mark kept, flagged
 
 
@@ -207,8 +208,10 @@ def export_grades(exercise: Any, results: list[GradeResult], marking: Marking, r
         left = marking.in_state(student, NEEDS_MARKING)
         unmarked += [student] if left else []
         changed += [student] if marking.in_state(student, CHANGED) else []
-        score = "" if left and not partial else f"{marking.total(result):g}"
-        writer.writerow([*(values.get(c.lower(), "") for c in carried), score])
+        if left and not partial:
+            continue
+        writer.writerow([*(values.get(c.lower(), "") for c in carried),
+                         f"{marking.total(result):g}"])
         exported.append(student)
     return Export(buffer.getvalue(), exported,
                   not_in_roster=sorted(set(by_student) - set(roster.students)),
