@@ -10,13 +10,17 @@ regrade of an unchanged notebook free."""
 import csv
 import io
 import shutil
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
 from helpers import ROOT, calibrated_limits
+from nbformat.v4 import new_code_cell
 
 from course_utils.tools.grading import main
 from course_utils.tools.grading.marks import CHANGED, COLUMNS, MARKED, NEEDS_MARKING
+from course_utils.tools.grading.sandbox import detect
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
 HANDOUT = ROOT / "exercises" / "E10.1-attention-by-hand.ipynb"
@@ -171,3 +175,24 @@ def test_a_resubmission_with_a_changed_answer_is_flagged_an_unchanged_one_is_not
     assert page.count(CHANGED) == 2  # the row of alice's answer, and the question's count
     assert "before your answer last changed" in (
         run / "grades" / "feedback" / "alice.md").read_text()
+
+
+@pytest.mark.skipif(detect() is None, reason="this machine does not allow user namespaces")
+def test_a_marks_file_outside_the_output_folder_is_hidden_from_submissions(run):
+    """Classmates' marks and comments are no submission's to read, wherever the file lies
+    (outside /tmp here, which the sandbox replaces anyway)."""
+    folder = Path(tempfile.mkdtemp(prefix=".test-marks-", dir=ROOT))
+    try:
+        elsewhere = folder / "marks.csv"
+        shutil.copy(run / "grades" / "marks.csv", elsewhere)
+        spy = submission(SOLUTION, "h_3.", "Mine.")
+        spy.cells.insert(1, new_code_cell(
+            "import pathlib\n"
+            f"raise RuntimeError('spy: ' + repr(pathlib.Path({str(elsewhere)!r}).exists()))"))
+        nbformat.write(spy, run / "subs" / "mallory.ipynb")
+        grade(run / "subs", run / "grades", "--sandbox", "unshare", "--marks", str(elsewhere))
+        notes = by_student(run / "grades" / "grades.csv")["mallory"]["notes"]
+        assert "spy: False" in notes, notes
+        assert [r["student"] for r in table(elsewhere)][-2:] == ["mallory", "mallory"]
+    finally:
+        shutil.rmtree(folder)
