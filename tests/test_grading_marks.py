@@ -172,6 +172,16 @@ def test_a_student_id_a_spreadsheet_would_run_as_a_formula_stays_text(tmp_path):
     assert settle(path, answers).mark("=HYPERLINK(x)", "predict").points == 1
 
 
+def test_empty_rows_and_notes_in_a_column_of_the_instructors_are_left_alone(tmp_path):
+    path = tmp_path / "marks.csv"
+    text = (",".join([*COLUMNS, "notes"]) + "\n,,,,,,,\nalice,why,2,2,,,,\n"
+            ",,,,,,,ask Sam about bob\n")
+    path.write_text(text)
+    settle(path)
+    assert path.read_text().startswith(text.replace("alice,why,2,2,,,", "alice,why,2,2,,"
+                                                    + fingerprint(ANSWERS["alice"]["why"]) + ","))
+
+
 def test_short_rows_get_the_grader_cells_they_lack(tmp_path):
     path = tmp_path / "marks.csv"
     path.write_text(",".join(COLUMNS) + "\nalice,why,2\n")  # typed by hand, three cells

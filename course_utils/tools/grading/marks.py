@@ -220,11 +220,11 @@ def read_marks(path: Path, exercise: Any, present: Iterable[str]) -> MarksFile:
     rows: dict[tuple[str, str], Row] = {}
     points: dict[tuple[str, str], float | None] = {}
     for row in sheet.rows[1:]:
-        if row.blank:
-            continue
         where = f"{path}, row {row.number}, column"
         student = from_spreadsheet_text(row.cell(column["student"]).strip())
         question = row.cell(column["question"]).strip()
+        if not (student or question or row.cell(column["points"]).strip()):
+            continue  # an empty row, or a note of the instructor's in a column of their own
         if question not in exercise.manual:
             errors.append(f"{where} question: {question!r} is not a written question of "
                           f"{exercise.id} ({', '.join(exercise.manual)})")

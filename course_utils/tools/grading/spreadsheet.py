@@ -51,10 +51,6 @@ class Row:
         """The value of cell ``index`` ('' where the row stops before it)."""
         return self.cells[index] if index < len(self.cells) else ""
 
-    @property
-    def blank(self) -> bool:
-        return not any(cell.strip() for cell in self.cells)
-
 
 def cell_text(value: str, delimiter: str) -> str:
     """``value`` as a CSV cell: quoted (RFC 4180) only where it has to be."""
