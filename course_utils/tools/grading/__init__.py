@@ -1,6 +1,7 @@
 """Grade a folder of submitted notebooks with the checks students already ran.
 
     course-grade E10.1 submissions/ --out grades/ [--jobs 2] [--only alice bob] [--no-reuse]
+    course-grade export grades/ --roster roster.csv --format canvas --out canvas.csv
 
 Each submission runs in a fresh kernel inside its own temporary folder that holds a copy of
 that notebook only, under a per-cell time limit, a total time limit and a memory limit, so one
@@ -13,11 +14,14 @@ functions on inputs drawn for this run and reports only their raw results (see
 functions, not a full-size training run.
 
 Writes, atomically: ``grades.csv`` (one row per file: student id from the file name, one column
-per check, empty columns for manually graded questions, total, maximum, status), one feedback
-file per student in ``feedback/`` (Markdown and HTML), and ``histogram.png``. Results of
+per check, one per written question with its mark, total of both, maximum, status, the written
+answers' state), one feedback file per student in ``feedback/`` (Markdown and HTML), and
+``histogram.png``; and ``marks.csv``, where the instructor types the written answers' marks:
+the grader adds rows and never changes a cell the instructor wrote (:mod:`.marks`). Results of
 unchanged submissions are reused from ``.cache/`` unless ``--no-reuse`` is given.
 
-Statuses: ``graded``; ``timeout`` (a cell or the whole notebook ran past its limit);
+Statuses: ``graded`` (``needs marking`` in the gradebook until every written answer is marked);
+``timeout`` (a cell or the whole notebook ran past its limit);
 ``memory`` (the memory limit was hit); ``crashed`` (the kernel died, e.g. ``os._exit``);
 ``not a notebook`` (unreadable or not nbformat JSON); ``grader error``.
 
@@ -55,6 +59,12 @@ The modules, by idea (none imports another's private names, and there is no cycl
   course_utils.tools.grading.worker``): the notebook, its probe cells, its report;
 - :mod:`.judge`: the points of each part, decided in the grader (:func:`add_parts`);
 - :mod:`.reports`: the gradebook, feedback, histogram and summary;
+- :mod:`.marks`: the written answers' marks in ``marks.csv`` (read, checked, completed, each
+  answer marked, to mark, or changed since marked: :class:`.marks.Marking`), on top of
+  :mod:`.spreadsheet` (a CSV file edited cell by cell, every other byte kept; text no
+  spreadsheet runs as a formula);
+- :mod:`.export`: ``course-grade export``, the gradebook in Canvas's, Moodle's or a plain
+  ``student,score`` import format, through the instructor's roster;
 - :mod:`.class_report`: what the class got wrong, per part and named mistake
   (:func:`write_class_report`);
 - :mod:`.shards`: one shard of a folder (``--shard K/N``), the record every run leaves
@@ -69,9 +79,9 @@ cached result if its digest (:mod:`.cache`) is unchanged, else hands it to
 The worker reads the notebook (:func:`.intake.read_notebook`), runs its cells and probe cells,
 and streams each part's raw results, then its status, on a private pipe; ``grade_one`` reads it
 to the end, kills the process group, and :func:`.judge.add_parts` judges each part. The result
-goes into the cache, then, once every submission is done, into the gradebook, feedback,
-histogram (:mod:`.reports`), class report (:mod:`.class_report`) and record
-(:func:`.shards.write_outputs`).
+goes into the cache, then, once every submission is done, with the marks of ``marks.csv``
+(:mod:`.marks`), into the gradebook, feedback, histogram (:mod:`.reports`), class report
+(:mod:`.class_report`) and record (:func:`.shards.write_outputs`).
 """
 
 from course_utils.tools.grading.batch import grade_folder
@@ -81,6 +91,7 @@ from course_utils.tools.grading.cli import main
 from course_utils.tools.grading.intake import Intake, collect, read_notebook
 from course_utils.tools.grading.judge import add_parts
 from course_utils.tools.grading.limits import GradingLimits, kernel_threads
+from course_utils.tools.grading.marks import Marking, MarksError, read_marks, reconcile
 from course_utils.tools.grading.reports import (
     summary,
     write_feedback,
@@ -99,7 +110,8 @@ from course_utils.tools.grading.shards import MergeError, merge, parse_shard
 from course_utils.tools.grading.supervise import grade_one
 
 __all__ = ["MARKER", "NOTES", "PACKAGE_DIR", "PART", "PROBE_BYTES", "REUSED", "STATUSES",
-           "GradeResult", "GradingLimits", "Intake", "MergeError", "Mistake", "add_parts",
-           "class_mistakes", "collect", "grade_folder", "grade_one", "kernel_threads", "main",
-           "merge", "parse_shard", "read_notebook", "summary", "write_class_report",
-           "write_feedback", "write_gradebook", "write_histogram"]
+           "GradeResult", "GradingLimits", "Intake", "Marking", "MarksError", "MergeError",
+           "Mistake", "add_parts", "class_mistakes", "collect", "grade_folder", "grade_one",
+           "kernel_threads", "main", "merge", "parse_shard", "read_marks", "read_notebook",
+           "reconcile", "summary", "write_class_report", "write_feedback", "write_gradebook",
+           "write_histogram"]

@@ -9,6 +9,8 @@ flag on an answer that repeats a run of :data:`RUN` words or more (lower-cased, 
 formula markup left out) of a lecture notebook's prose, of the worked solution's answer, or of
 another student's answer, with the repeated words marked and the passages quoted. Words that
 the exercise's own handout holds (its questions, which an answer may quote) do not count.
+Beside each answer, its mark and the instructor's comment (:mod:`.marks`); the questions and
+answers left to mark come first.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import course_utils
 from course_utils.files import write_text_atomically
 from course_utils.tools.exercise_format import ANSWER_STUB
+from course_utils.tools.grading.marks import CHANGED, MARKED, NEEDS_MARKING, Mark, Marking
 from course_utils.tools.grading.results import GradeResult, cut
 
 __all__ = ["ANSWER_CHARS", "RUN", "Flag", "Source", "flags_of", "lecture_sources", "runs_of",
@@ -43,9 +46,11 @@ COURSE = Path(course_utils.__file__).resolve().parents[1]
 _WORD = re.compile(r"[^\W_]+")
 
 
-def written_answers(path: Path, exercise: Any) -> dict[str, str]:
+def written_answers(path: Path, exercise: Any, limit: int | None = ANSWER_CHARS
+                    ) -> dict[str, str]:
     """Each written question of ``exercise`` -> the submission's answer at ``path`` ('' when
-    it is missing, unmarked or the stub). A file that is not a notebook has none."""
+    it is missing, unmarked or the stub), cut to ``limit`` characters (``None``: whole). A file
+    that is not a notebook has none."""
     try:
         cells = json.loads(Path(path).read_bytes().decode("utf-8-sig")).get("cells")
     except (OSError, ValueError, AttributeError):
@@ -61,7 +66,8 @@ def written_answers(path: Path, exercise: Any) -> dict[str, str]:
             text = "".join(source) if isinstance(source, list) else str(source)
             if text.strip() and text.strip() != ANSWER_STUB:
                 texts[name].append(text.strip())
-    return {name: cut("\n\n".join(texts[name]), ANSWER_CHARS) for name in exercise.manual}
+    whole = {name: "\n\n".join(texts[name]) for name in exercise.manual}
+    return whole if limit is None else {name: cut(text, limit) for name, text in whole.items()}
 
 
 @dataclass(frozen=True)
@@ -191,16 +197,17 @@ def _passages(words: list[tuple[str, tuple[int, int]]], starts: list[int]
 
 
 def write_answers_page(out: Path, exercise: Any, results: list[GradeResult],
-                       course: Path = COURSE) -> list[Flag]:
+                       course: Path = COURSE, marking: Marking | None = None) -> list[Flag]:
     """``out/answers.html``: each written question with every student's answer beside the
     others', and the answers that repeat a lecture notebook, the worked solution or another
-    student flagged, with the overlap shown; returns the flags."""
+    student flagged, with the overlap shown; beside each answer its mark and comment from
+    ``marking`` (:mod:`.marks`), the answers left to mark first. Returns the flags."""
     answers = {r.student: {str(k): str(v) for k, v in r.answers.items()}
                if isinstance(r.answers, dict) else {} for r in results}
     sources, handout = lecture_sources(exercise, course)
     flags = flags_of(exercise, answers, sources, handout)
-    write_text_atomically(Path(out) / "answers.html",
-                          _page(exercise, answers, flags, bool(sources)))
+    write_text_atomically(Path(out) / "answers.html", _page(
+        exercise, answers, flags, bool(sources), marking or Marking.unmarked(exercise)))
     return [flag for found in flags.values() for flag in found]
 
 
@@ -218,13 +225,30 @@ def _marked(text: str, flags: list[Flag]) -> str:
     return "".join([*out, html.escape(text[at:])])
 
 
+#: The order of the answers on the page: what is left to do first.
+_ORDER = {NEEDS_MARKING: 0, CHANGED: 1, MARKED: 2}
+
+
+def _mark_cell(mark: Mark, maximum: float) -> str:
+    e = html.escape
+    given = "<strong>not marked</strong>" if mark.points is None else \
+        f"{mark.points:g} / {maximum:g}"
+    changed = f"<br><strong>{CHANGED}</strong>" if mark.state == CHANGED else ""
+    comment = f"<br>{e(mark.comment)}" if mark.comment else ""
+    return f"<td class='mark'>{given}{changed}{comment}</td>"
+
+
 def _page(exercise: Any, answers: dict[str, dict[str, str]],
-          flags: dict[tuple[str, str], list[Flag]], found_lectures: bool) -> str:
+          flags: dict[tuple[str, str], list[Flag]], found_lectures: bool,
+          marking: Marking) -> str:
     e = html.escape
     sections = []
-    for name, question in exercise.manual.items():
+    # the questions with answers left to mark first, each in the exercise's order
+    questions = sorted(exercise.manual.items(), key=lambda item: all(
+        marking.mark(s, item[0]).state == MARKED for s in answers))
+    for name, question in questions:
         rows = []
-        for student in sorted(answers):
+        for student in sorted(answers, key=lambda s: (_ORDER[marking.mark(s, name).state], s)):
             text = answers[student].get(name, "")
             mine = flags.get((student, name), [])
             said = "".join(f"<li>repeats {e(f.source)}: "
@@ -233,18 +257,24 @@ def _page(exercise: Any, answers: dict[str, dict[str, str]],
             rows.append(
                 f"<tr id='{e(name)}-{e(student)}'><th scope='row'>{e(student)}</th>"
                 f"<td class='answer'>{_marked(text, mine) if text else '<em>no answer</em>'}"
-                f"</td><td>{f'<strong>flagged</strong><ul>{said}</ul>' if mine else 'no'}"
+                f"</td>{_mark_cell(marking.mark(student, name), question.points)}"
+                f"<td>{f'<strong>flagged</strong><ul>{said}</ul>' if mine else 'no'}"
                 "</td></tr>")
         count = sum(bool(flags.get((s, name))) for s in answers)
+        states = [marking.mark(s, name).state for s in answers]
+        changed = states.count(CHANGED)
         sections.append(
             f"<section><h2>{e(name)} ({question.points:g} "
             f"point{'' if question.points == 1 else 's'})</h2>"
             f"<p class='prompt'>{e(question.prompt)}</p>"
+            f"<p>{len(states) - states.count(NEEDS_MARKING)} of {len(answers)} answers marked"
+            + (f", {changed} of them {CHANGED}" if changed else "") + ".</p>"
             f"<p>{count} of {len(answers)} answers flagged.</p>"
-            f"<table><caption>Answers to {e(name)}, one row per student</caption>"
+            f"<table><caption>Answers to {e(name)}, one row per student, those left to mark "
+            "first</caption>"
             "<tr><th scope='col'>student</th><th scope='col'>answer (repeated words marked)"
-            "</th><th scope='col'>repeats another text?</th></tr>"
-            + "".join(rows) + "</table></section>")
+            "</th><th scope='col'>mark and comment</th><th scope='col'>repeats another text?"
+            "</th></tr>" + "".join(rows) + "</table></section>")
     note = "" if found_lectures else (
         "<p><strong>The lecture notebooks were not found</strong> beside the course package: "
         "answers were compared with each other only.</p>")
@@ -253,10 +283,13 @@ def _page(exercise: Any, answers: dict[str, dict[str, str]],
             "<style>body{font-family:sans-serif;max-width:70em;margin:2em auto}"
             "td,th{border:1px solid #ccc;padding:.3em .6em;vertical-align:top;text-align:left}"
             "table{border-collapse:collapse}td.answer{white-space:pre-wrap}"
+            "td.mark{min-width:8em}"
             "caption{text-align:left;font-style:italic}mark{background:#ffe08a}"
             ".prompt{font-style:italic}</style>"
             f"<main><h1>{e(exercise.id)}: written answers side by side</h1>"
-            f"<p>{len(answers)} submissions. An answer is flagged when it shares a run of "
+            f"<p>{len(answers)} submissions. Marks and comments are those of "
+            f"<code>{e(marking.file)}</code> when this page was written: type them there "
+            "and grade again to see them here. An answer is flagged when it shares a run of "
             f"{RUN} words or more (lower-cased; punctuation and formula markup left out) with a "
             "lecture notebook, the worked solution or another student's answer; words the "
             "exercise itself holds do not count. Repeated words are marked and quoted.</p>"

@@ -3,7 +3,8 @@ unchanged since the last run reused (:mod:`.cache`), the others graded a few at 
 (:func:`.supervise.grade_one`), and then, only if the batch ran to its end, the gradebook,
 feedback, histogram, class report and record written (:func:`.shards.write_outputs`). Stopped
 by Ctrl-C or SIGTERM (:mod:`.stopping`), it kills the running workers, waits for each to remove
-its temporary folder and memory cgroup, and writes nothing."""
+its temporary folder and memory cgroup, and writes nothing. The written answers' marks
+(:mod:`.marks`) are read before anything runs: a marks file that is not right stops it there."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from course_utils.checks import get_exercise
-from course_utils.tools.grading.answers import written_answers
+from course_utils.tools.grading.answers import ANSWER_CHARS, written_answers
 from course_utils.tools.grading.cache import cache_key, reused, store, submission_digest
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import (
@@ -22,6 +23,7 @@ from course_utils.tools.grading.limits import (
     memory_enforcement,
 )
 from course_utils.tools.grading.limits import calibrate as calibrate_now
+from course_utils.tools.grading.marks import MARKS, MarksSource, fingerprint, read_marks
 from course_utils.tools.grading.results import NO_KERNEL, GradeResult, cut
 from course_utils.tools.grading.shards import Conditions, in_shard, write_outputs
 from course_utils.tools.grading.supervise import clear_stop, grade_one, hidden_folders, stop_all
@@ -46,6 +48,7 @@ def grade_folder(
     sandbox: str | None = None,
     shard: tuple[int, int] | None = None,
     calibrate: bool = False,
+    marks: Path | None = None,
 ) -> list[GradeResult]:
     """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
 
@@ -56,6 +59,10 @@ def grade_folder(
     this one is now (:func:`.limits.calibrate`, once the arguments are found good); otherwise
     they apply as given. The record (``results.json``) keeps both, and the sandbox and memory
     enforcement the run had.
+    ``marks``: the written answers' marks (:mod:`.marks`; default ``out/marks.csv``), read and
+    checked before anything runs and again before the outputs are written; an unsharded run
+    adds the rows it lacks, a shard only reads it. One that is not right raises
+    :class:`.marks.MarksError` and nothing is written.
     On Ctrl-C (or SIGTERM within :func:`.stopping.on_signals`) the running workers are killed,
     nothing new starts, and nothing is written: the earlier gradebook stays as it was.
     """
@@ -68,10 +75,13 @@ def grade_folder(
     mine = in_shard(list(intake.submissions), shard)
     if only is not None and set(only) - set(mine):
         raise ValueError(f"--only names students of other shards: {sorted(set(only) - set(mine))}")
+    source = MarksSource(Path(marks) if marks is not None else out / MARKS,
+                         frozenset(intake.submissions), writable=shard is None)
+    read_marks(source.path, get_exercise(exercise_id), source.present)  # wrong: stop now
     cache = out / ".cache"
     cache.mkdir(parents=True, exist_ok=True)
     key = cache_key()
-    hide = hidden_folders(submissions, out) if sandbox else None
+    hide = hidden_folders(submissions, out, source.path.parent) if sandbox else None
     protection = Protection(sandbox or "none", memory_enforcement(limits.memory_mb))
     calibration = calibrate_now() if calibrate else None
     applied = limits.scaled(calibration.factor) if calibration else limits
@@ -123,8 +133,10 @@ def grade_folder(
     pool.shutdown(wait=True)
 
     ordered = [results[s] for s in mine]
-    for student, result in zip(mine, ordered):  # read, never run: for the answers page
-        result.answers = written_answers(intake.submissions[student], get_exercise(exercise_id))
+    for student, result in zip(mine, ordered):  # read, never run: the answers page, marks
+        whole = written_answers(intake.submissions[student], get_exercise(exercise_id), None)
+        result.answers = {name: cut(text, ANSWER_CHARS) for name, text in whole.items()}
+        result.fingerprints = {name: fingerprint(text) for name, text in whole.items()}
     write_outputs(out, exercise_id, ordered, limits, shard,
-                  conditions=Conditions(protection, calibration, applied))
+                  conditions=Conditions(protection, calibration, applied), marks=source)
     return ordered

@@ -24,8 +24,9 @@ from typing import Any
 
 from course_utils.files import write_text_atomically
 from course_utils.tools.grading.answers import write_answers_page
-from course_utils.tools.grading.reports import spreadsheet_text
+from course_utils.tools.grading.marks import Marking
 from course_utils.tools.grading.results import GradeResult, cut
+from course_utils.tools.grading.spreadsheet import spreadsheet_text
 
 __all__ = ["Mistake", "class_mistakes", "mistake_of", "write_class_report"]
 
@@ -81,9 +82,11 @@ def class_mistakes(exercise: Any, results: list[GradeResult]) -> list[Mistake]:
     return rows
 
 
-def write_class_report(out: Path, exercise: Any, results: list[GradeResult]) -> list[Mistake]:
+def write_class_report(out: Path, exercise: Any, results: list[GradeResult],
+                       marking: Marking | None = None) -> list[Mistake]:
     """``out/mistakes.csv`` and ``out/mistakes.html``, atomically, and ``out/answers.html``
-    (:func:`.answers.write_answers_page`); returns the mistakes' rows."""
+    (:func:`.answers.write_answers_page`, with the marks of ``marking``); returns the
+    mistakes' rows."""
     rows = class_mistakes(exercise, results)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
@@ -94,7 +97,7 @@ def write_class_report(out: Path, exercise: Any, results: list[GradeResult]) -> 
     write_text_atomically(Path(out) / "mistakes.csv", buffer.getvalue())
     write_text_atomically(Path(out) / "mistakes.html", _page(exercise, results, rows))
     if exercise.manual:  # and the written answers, side by side (they name the students)
-        write_answers_page(Path(out), exercise, results)
+        write_answers_page(Path(out), exercise, results, marking=marking)
     return rows
 
 

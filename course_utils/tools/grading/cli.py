@@ -3,13 +3,15 @@
     course-grade E10.1 submissions/ --out grades/ [--jobs 2] [--only alice bob] [--no-reuse]
     course-grade E10.1 submissions/ --shard 3/8 --out grades-3/    # one job of a batch engine
     course-grade merge grades-*/ --out grades/                     # one gradebook from them all
+    course-grade export grades/ --roster roster.csv --format canvas --out canvas.csv
 
 The ``course-grade`` command (also ``python -m course_utils.tools.grading``): its arguments (each
 limit's default and help text come from :class:`.limits.GradingLimits`), the sandbox this machine
 offers, the calibration of the time limits, and what it says once the batch is graded
 (:func:`.reports.summary`, the limits that applied, the sandbox and the memory limit it ran under,
-what it ignored, what it wrote). Ctrl-C and SIGTERM stop it cleanly (:mod:`.stopping`): exit
-status 130 or 143, nothing left behind, the earlier gradebook as it was.
+what it ignored, what it wrote; the written answers' marks, :mod:`.marks`). Ctrl-C and SIGTERM
+stop it cleanly (:mod:`.stopping`): exit status 130 or 143, nothing left behind, the earlier
+gradebook as it was. ``export`` writes the gradebook for an LMS (:mod:`.export`).
 """
 
 from __future__ import annotations
@@ -18,15 +20,24 @@ import argparse
 import sys
 from pathlib import Path
 
+from course_utils.files import write_text_atomically
 from course_utils.tools.grading.batch import JOBS, grade_folder
+from course_utils.tools.grading.export import (
+    FORMATS,
+    PLAIN_ID,
+    export_grades,
+    gradebook_of,
+    read_roster,
+)
 from course_utils.tools.grading.intake import collect
 from course_utils.tools.grading.limits import MEMORY_ENFORCEMENT, Calibration, GradingLimits
-from course_utils.tools.grading.reports import summary
+from course_utils.tools.grading.marks import CHANGED, MARKS, MarksError
+from course_utils.tools.grading.reports import marks_summary, summary
 from course_utils.tools.grading.shards import MergeError, merge, parse_shard, read_record
 from course_utils.tools.grading.stopping import Interrupted, on_signals
 from course_utils.tools.grading.supervise import hidden_folders
 
-__all__ = ["main", "merge_main"]
+__all__ = ["export_main", "main", "merge_main"]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -51,6 +62,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--shard", metavar="K/N",
                         help="grade only the K-th of N shares of the folder (1 <= K <= N), "
                              "then `course-grade merge` the N output folders")
+    parser.add_argument("--marks", type=Path, metavar="PATH",
+                        help="the written answers' marks (default: OUT/marks.csv), which a run "
+                             "creates and completes; a shard only reads it (give the merge's, "
+                             "e.g. grades/all/marks.csv)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
@@ -62,7 +77,72 @@ def _merge_parser() -> argparse.ArgumentParser:
                     "folders of the N shards of one grading (course-grade --shard K/N)")
     parser.add_argument("shards", nargs="+", type=Path, help="the shards' output folders")
     parser.add_argument("--out", type=Path, required=True, help="the merged output folder")
+    parser.add_argument("--marks", type=Path, metavar="PATH",
+                        help="the written answers' marks (default: OUT/marks.csv), which the "
+                             "merge creates and completes as an unsharded run does")
     return parser
+
+
+def _export_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="course-grade export",
+        description="The gradebook of a course-grade run (or merge), written and automatic "
+                    "points together, as a file an LMS imports")
+    parser.add_argument("grades", type=Path, help="the output folder of course-grade (or merge)")
+    parser.add_argument("--roster", type=Path, required=True,
+                        help="CSV: a column 'submission' (the notebook's file name without "
+                             ".ipynb) and the LMS's identity columns, named as the LMS names "
+                             "them")
+    parser.add_argument("--format", choices=FORMATS, required=True, dest="fmt")
+    parser.add_argument("--out", type=Path, required=True, help="the file to write")
+    parser.add_argument("--marks", type=Path, metavar="PATH",
+                        help="the written answers' marks (default: GRADES/marks.csv)")
+    parser.add_argument("--assignment", help="the grade column's name (default: the exercise)")
+    parser.add_argument("--assignment-id", help="Canvas: the assignment's id, written as "
+                        "'NAME (ID)' so that Canvas finds it whatever its name")
+    parser.add_argument("--id-column", help=f"plain: the roster column written as 'student' "
+                        f"(default: {PLAIN_ID})")
+    parser.add_argument("--partial", action="store_true",
+                        help="export the points so far of students whose written answers are "
+                             "not all marked (by default they are left out, and listed)")
+    return parser
+
+
+def _fail(error: Exception) -> int:
+    """Print an error, one ``error:`` line per line of it; exit status 2."""
+    for line in str(error).splitlines():
+        print(f"error: {line}", file=sys.stderr)
+    if isinstance(error, MarksError):
+        print("nothing was written: correct the marks file, then run again", file=sys.stderr)
+    return 2
+
+
+def export_main(argv: list[str]) -> int:
+    """``course-grade export GRADES --roster R --format F --out FILE``: exit status 1 when a
+    graded student has no roster row (listed; not in the file), 2 on an error (nothing
+    written)."""
+    args = _export_parser().parse_args(argv)
+    try:
+        exercise, results, marking = gradebook_of(args.grades, args.marks)
+        made = export_grades(exercise, results, marking, read_roster(args.roster), args.fmt,
+                             assignment=args.assignment, assignment_id=args.assignment_id,
+                             partial=args.partial, id_column=args.id_column)
+    except (ValueError, KeyError) as error:
+        return _fail(error)
+    write_text_atomically(args.out, made.text)
+    print(f"wrote {args.out}: {len(made.exported)} students, {args.fmt} import format")
+    for names, what in (
+            (made.not_in_roster, "in the gradebook but not in the roster, so NOT in the file: "
+                                 "add them to the roster and export again"),
+            (made.no_submission, "in the roster but not in the gradebook (no submission), "
+                                 "not in the file"),
+            (made.unmarked, "written answers not all marked: " + (
+                "exported with the points so far" if args.partial else
+                "NOT in the file (--partial exports the points so far)")),
+            (made.changed, f"{CHANGED}, exported with the mark kept")):
+        if names:
+            print(f"{what}: {', '.join(names)}", file=sys.stderr)
+    return 1 if made.not_in_roster else 0
 
 
 def merge_main(argv: list[str]) -> int:
@@ -70,10 +150,9 @@ def merge_main(argv: list[str]) -> int:
     args = _merge_parser().parse_args(argv)
     try:
         with on_signals():
-            results = merge(args.shards, args.out)
-    except MergeError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+            results = merge(args.shards, args.out, args.marks)
+    except (MergeError, MarksError) as error:
+        return _fail(error)
     except Interrupted as stop:
         print(f"\n{stop.name}: " + ("the merged outputs were finished first" if
               stop.outputs_written else f"nothing written; {args.out} is as it was"),
@@ -83,6 +162,8 @@ def merge_main(argv: list[str]) -> int:
     for warning in record.get("warnings", []):
         print(f"warning: {warning}", file=sys.stderr)
     print(summary(str(record["exercise"]), results))
+    for line in marks_summary(record.get("marks")):
+        print(line)
     _describe_limits(record)
     protection = record.get("protection")
     print(f"sandbox {protection['sandbox']}, memory by {protection['memory']}, in every shard"
@@ -90,7 +171,7 @@ def merge_main(argv: list[str]) -> int:
           "the warning above)")
     print(f"merged {len(args.shards)} shards; wrote {args.out / 'grades.csv'}, "
           f"{args.out / 'feedback'}/, {args.out / 'histogram.png'}, "
-          f"{args.out / 'mistakes.html'}")
+          f"{args.out / 'mistakes.html'}, {args.marks or args.out / MARKS}")
     return 0
 
 
@@ -98,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["merge"]:
         return merge_main(argv[1:])
+    if argv[:1] == ["export"]:
+        return export_main(argv[1:])
     args = _parser().parse_args(argv)
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None
@@ -126,11 +209,10 @@ def main(argv: list[str] | None = None) -> int:
             results = grade_folder(
                 args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
                 reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
-                limits=limits, shard=shard, calibrate=args.calibrate,
+                limits=limits, shard=shard, calibrate=args.calibrate, marks=args.marks,
             )
     except (ValueError, FileNotFoundError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _fail(error)
     except Interrupted as stop:
         if stop.outputs_written:
             print(f"\n{stop.name} once the outputs were being written: they were finished "
@@ -142,14 +224,18 @@ def main(argv: list[str] | None = None) -> int:
         return stop.exit_code
     print(summary(args.exercise, results))
     record = read_record(args.out)
+    for line in marks_summary(record.get("marks")):
+        print(line)
     _describe_limits(record)
     _describe_protection(args, record)
     for path, why in intake.ignored:
         print(f"ignored: {path}: {why}")
+    marks = args.marks or args.out / MARKS
     print(f"wrote {args.out / 'grades.csv'}, {args.out / 'feedback'}/, "
           f"{args.out / 'histogram.png'}, {args.out / 'mistakes.html'} (what the class got "
           "wrong)" + (f"; shard {shard[0]}/{shard[1]}: merge the {shard[1]} output folders "
-                      "with `course-grade merge`" if shard else ""))
+                      f"with `course-grade merge` (read {marks}, never written by a shard)"
+                      if shard else f", {marks} (type the written answers' marks there)"))
     return 0
 
 

@@ -1,6 +1,7 @@
 """What the grader writes, atomically: the gradebook (``grades.csv``), one feedback file per
 student (Markdown and HTML), the histogram of the points; and the summary it prints. Text that
-quotes a student (ids, messages, errors) can make no formula, HTML, link or table cell."""
+quotes a student (ids, messages, errors) or the instructor (comments) can make no formula,
+HTML, link or table cell. The written answers' marks come from ``marks.csv`` (:mod:`.marks`)."""
 
 from __future__ import annotations
 
@@ -15,30 +16,42 @@ from typing import Any
 
 from course_utils.checks import get_exercise
 from course_utils.files import atomic_path, write_text_atomically
+from course_utils.tools.grading.marks import CHANGED, NEEDS_MARKING, Marking
 from course_utils.tools.grading.results import GradeResult
+from course_utils.tools.grading.spreadsheet import spreadsheet_text
 
-__all__ = ["spreadsheet_text", "summary", "write_feedback", "write_gradebook", "write_histogram"]
+__all__ = ["gradebook_status", "marks_summary", "spreadsheet_text", "summary", "write_feedback",
+           "write_gradebook", "write_histogram"]
 
 
-def write_gradebook(path: Path, exercise: Any, results: list[GradeResult]) -> None:
-    """One row per submission: student id, one column per check, empty columns for manually
-    graded questions, total, maximum, status, notes."""
+def gradebook_status(result: GradeResult, marking: Marking) -> str:
+    """The gradebook's status: the run's (``graded``, ``timeout``, ...), except that a graded
+    notebook with written answers not marked yet is ``needs marking``."""
+    if result.status == "graded" and marking.in_state(result.student, NEEDS_MARKING):
+        return NEEDS_MARKING
+    return result.status
+
+
+def write_gradebook(path: Path, exercise: Any, results: list[GradeResult],
+                    marking: Marking | None = None) -> None:
+    """One row per submission: student id, one column per check, one per written question
+    (its mark from ``marking``, empty until marked), total (both kinds of points), maximum,
+    status (:func:`gradebook_status`), the written answers' state (``marked``, or which
+    need marking or changed since marked), notes."""
+    marking = marking or Marking.unmarked(exercise)
     checks, manual = list(exercise.checks), list(exercise.manual)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["student", *checks, *(f"{m} (manual)" for m in manual), "total",
-                     "max", "status", "notes"])
+                     "max", "status", "written", "notes"])
     for r in results:
+        given = [marking.mark(r.student, m).points for m in manual]
         writer.writerow([spreadsheet_text(r.student), *(f"{r.points.get(c, 0):g}" for c in checks),
-                         *([""] * len(manual)), f"{r.total():g}", f"{exercise.max_points:g}",
-                         r.status, spreadsheet_text(" | ".join(r.notes))])
+                         *("" if p is None else f"{p:g}" for p in given),
+                         f"{marking.total(r):g}", f"{exercise.max_points:g}",
+                         gradebook_status(r, marking), marking.summary_of(r.student),
+                         spreadsheet_text(" | ".join(r.notes))])
     write_text_atomically(path, buffer.getvalue())
-
-
-def spreadsheet_text(text: str) -> str:
-    """Text a spreadsheet shows as text: one starting with ``=``, ``+``, ``-``, ``@`` (or a tab
-    or carriage return) would be read as a formula, so it gets a leading apostrophe."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
 _MARKDOWN_SPECIAL = re.compile(r"([\\\[\]|])")
@@ -54,27 +67,49 @@ def _md(text: str) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", escaped)
 
 
-def _feedback_items(exercise: Any, result: GradeResult) -> list[tuple[str, str, str]]:
+def _feedback_items(exercise: Any, result: GradeResult, marking: Marking
+                    ) -> list[tuple[str, str, str]]:
     items = []
     for name, check in exercise.checks.items():
         points = result.points.get(name, 0)
         message = result.messages.get(name) or "not graded: the notebook did not run to the checks"
         items.append((name, f"{points:g} / {check.points:g}", message))
     for name, question in exercise.manual.items():
-        items.append((name, f"? / {question.points:g}", "graded by your instructor: "
-                      + question.prompt))
+        mark = marking.mark(result.student, name)
+        if mark.points is None:
+            items.append((name, f"- / {question.points:g}", "not marked yet (graded by your "
+                          "instructor): " + question.prompt))
+            continue
+        when = ", before your answer last changed" if mark.state == CHANGED else ""
+        items.append((name, f"{mark.points:g} / {question.points:g}",
+                      f"marked by your instructor{when}: " + (mark.comment or "no comment")))
     return items
 
 
-def write_feedback(folder: Path, exercise: Any, result: GradeResult) -> None:
+def _points_lines(exercise: Any, result: GradeResult, marking: Marking
+                  ) -> list[tuple[str, str]]:
+    """The points in words: automatic, written (how many marked), total."""
+    left = len(marking.in_state(result.student, NEEDS_MARKING))
+    count = len(exercise.manual)
+    return [("Automatic points", f"{result.total():g} / {exercise.auto_points:g}"),
+            ("Written answers", f"{marking.written(result.student):g} / "
+             f"{exercise.max_points - exercise.auto_points:g} ({count - left} of {count} marked"
+             + (", the others not yet" if left else "") + ")"),
+            ("Total", f"{marking.total(result):g} / {exercise.max_points:g}"
+             + (" so far" if left else ""))]
+
+
+def write_feedback(folder: Path, exercise: Any, result: GradeResult,
+                   marking: Marking | None = None) -> None:
     """``folder/<student>.md`` and ``folder/<student>.html``: the points and message of each
-    part, the written answers still to grade, and the notes from running the notebook."""
-    items = _feedback_items(exercise, result)
-    auto = exercise.auto_points
+    part, each written answer's mark and the instructor's comment (or "not marked yet"), and
+    the notes from running the notebook."""
+    marking = marking or Marking.unmarked(exercise)
+    items = _feedback_items(exercise, result, marking)
+    points = _points_lines(exercise, result, marking)
     md = [f"# {exercise.id}: {exercise.title}", "", f"Student: {_md(result.student)}  ",
-          f"Status: **{result.status}**  ",
-          f"Automatic points: **{result.total():g} / {auto:g}** (written answers are graded "
-          "separately)", "", "| part | points | feedback |", "|---|---|---|"]
+          f"Status: **{result.status}**  ", *(f"{what}: **{value}**  " for what, value in points),
+          "", "| part | points | feedback |", "|---|---|---|"]
     md += [f"| {n} | {p} | {_md(m)} |" for n, p, m in items]
     if result.notes:
         md += ["", "## While running your notebook", ""] + [f"- {_md(note)}"
@@ -83,6 +118,7 @@ def write_feedback(folder: Path, exercise: Any, result: GradeResult) -> None:
     rows = "".join(f"<tr><td>{html.escape(n)}</td><td>{html.escape(p)}</td>"
                    f"<td>{html.escape(m)}</td></tr>" for n, p, m in items)
     notes = "".join(f"<li>{html.escape(note)}</li>" for note in result.notes)
+    said = "".join(f"<br>{what}: <b>{html.escape(value)}</b>" for what, value in points)
     page = (f"<!doctype html><meta charset='utf-8'><title>{html.escape(exercise.id)} "
             f"feedback: {html.escape(result.student)}</title>"
             "<style>body{font-family:sans-serif;max-width:50em;margin:2em auto}"
@@ -90,8 +126,7 @@ def write_feedback(folder: Path, exercise: Any, result: GradeResult) -> None:
             "table{border-collapse:collapse}</style>"
             f"<h1>{html.escape(exercise.id)}: {html.escape(exercise.title)}</h1>"
             f"<p>Student: <code>{html.escape(result.student)}</code><br>"
-            f"Status: <b>{html.escape(result.status)}</b><br>"
-            f"Automatic points: <b>{result.total():g} / {auto:g}</b></p>"
+            f"Status: <b>{html.escape(result.status)}</b>{said}</p>"
             f"<table><tr><th>part</th><th>points</th><th>feedback</th></tr>{rows}</table>"
             + (f"<h2>While running your notebook</h2><ul>{notes}</ul>" if notes else ""))
     write_text_atomically(folder / f"{result.student}.html", page)
@@ -136,3 +171,26 @@ def summary(exercise_id: str, results: list[GradeResult]) -> str:
         lines.append(f"graded, but with cells that raised an error: {errors} (see the notes "
                      "column and the feedback)")
     return "\n".join(lines)
+
+
+def marks_summary(record: dict | None) -> list[str]:
+    """What ``course-grade`` says of the written answers' marks, from the record's
+    ``marks`` (:meth:`.marks.Marking.as_record`)."""
+    if not record:
+        return []
+
+    def listed(by_student: dict[str, list[str]]) -> str:
+        names = [f"{s} ({', '.join(q)})" for s, q in sorted(by_student.items())]
+        return ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+    lines = [f"written answers: {record['marked']} of {record['answers']} marked in "
+             f"{record['file']}" + (f"; to mark: {listed(record['needs_marking'])}"
+                                    if record["needs_marking"] else "")]
+    if record["changed"]:
+        count = sum(map(len, record["changed"].values()))
+        lines.append(f"{CHANGED}: {count} ({listed(record['changed'])}); the marks are kept: "
+                     "re-read the answers, then empty their fingerprint cells")
+    if record["no_submission"]:
+        lines.append(f"kept the marks of students with no submission: "
+                     f"{', '.join(record['no_submission'])}")
+    return lines

@@ -29,8 +29,11 @@ class GradeResult:
     notes: list[str] = field(default_factory=list)  # cell errors, limits hit
     seconds: float = 0.0
     answers: dict[str, str] = field(default_factory=dict)  # written question -> its text
+    #: written question -> the fingerprint of its whole answer (:func:`.marks.fingerprint`)
+    fingerprints: dict[str, str] = field(default_factory=dict)
 
     def total(self) -> float:
+        """The automatic points (:meth:`.marks.Marking.total` adds the written ones)."""
         return sum(self.points.values())
 
 

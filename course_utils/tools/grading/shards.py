@@ -18,6 +18,12 @@ whose sandbox or memory enforcement differ are merged with a warning that names 
 settings (:func:`differences`): both enforce the same limits, so an honest submission's points do
 not depend on which applied, and a cluster whose nodes differ could otherwise never be merged;
 the warning says which shards to re-run where it matters. The warnings stay in the merged record.
+
+The written answers' marks (:mod:`.marks`) live in one file that every shard and the merge read
+(``--marks PATH``; the merge's default is its output folder's ``marks.csv``): a shard reads it
+only, so that N jobs never write one file at once, and the merge adds the rows of new students
+and flags changed answers exactly as an unsharded run does, so the merged gradebook is the
+unsharded one, marks included.
 """
 
 from __future__ import annotations
@@ -35,6 +41,14 @@ from course_utils.tools.grading.limits import (
     Calibration,
     GradingLimits,
     Protection,
+)
+from course_utils.tools.grading.marks import (
+    MARKS,
+    Marking,
+    MarksSource,
+    read_marks,
+    reconcile,
+    save_marks,
 )
 from course_utils.tools.grading.reports import write_feedback, write_gradebook, write_histogram
 from course_utils.tools.grading.results import STATUSES, GradeResult
@@ -128,18 +142,27 @@ def _parts(exercise: Any) -> dict[str, float]:
 
 def write_outputs(out: Path, exercise_id: str, results: list[GradeResult],
                   limits: GradingLimits, shard: tuple[int, int] | None = None, *,
-                  conditions: Conditions | None = None, merged: list[dict] | None = None
-                  ) -> None:
+                  conditions: Conditions | None = None, merged: list[dict] | None = None,
+                  marks: MarksSource | None = None) -> Marking:
     """Everything a grading run leaves in ``out``: the gradebook, one feedback file per
-    student, the histogram, the class report and :data:`RESULTS` (last: the merge reads it).
+    student, the histogram, the class report and :data:`RESULTS` (last: the merge reads it),
+    with the written answers' marks of ``marks`` (by default ``out/marks.csv``, which an
+    unsharded run writes and a shard only reads), which it updates (:mod:`.marks`).
     ``conditions``: this run's (:class:`Conditions`); ``merged``: each merged shard's record of
-    them. Ctrl-C or SIGTERM waits until every file is written (:func:`.stopping.held`)."""
+    them. A marks file that is not right raises :class:`.marks.MarksError` before anything is
+    written; Ctrl-C or SIGTERM waits until every file is written (:func:`.stopping.held`).
+    Returns the marking."""
     exercise = get_exercise(exercise_id)
     out = Path(out)
+    source = marks or MarksSource(out / MARKS, frozenset(r.student for r in results),
+                                  writable=shard is None)
+    found = read_marks(source.path, exercise, source.present)
+    marking, text = reconcile(found, exercise, results)
     record = {"format": FORMAT, "exercise": exercise_id, "parts": _parts(exercise),
               "limits": asdict(limits), "shard": list(shard) if shard else None,
               "merged_from": len(merged) if merged is not None else None,
               **(conditions.as_record() if conditions else {}),
+              "marks": marking.as_record([r.student for r in results]),
               "results": [asdict(r) for r in results]}
     if merged is not None:
         protections = {json.dumps(m.get("protection"), sort_keys=True) for m in merged}
@@ -147,13 +170,16 @@ def write_outputs(out: Path, exercise_id: str, results: list[GradeResult],
                       protection=merged[0].get("protection") if len(protections) == 1
                       else None)
     with held():
-        write_gradebook(out / "grades.csv", exercise, results)
+        if source.writable:
+            save_marks(found, text)  # first: if it changed meanwhile, nothing is written
+        write_gradebook(out / "grades.csv", exercise, results, marking)
         for result in results:
-            write_feedback(out / "feedback", exercise, result)
+            write_feedback(out / "feedback", exercise, result, marking)
         write_histogram(out / "histogram.png", exercise, results)
-        write_class_report(out, exercise, results)
+        write_class_report(out, exercise, results, marking)
         write_text_atomically(out / RESULTS,
                               json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return marking
 
 
 def read_record(folder: Path) -> dict:
@@ -184,9 +210,12 @@ def _result(data: object, where: Path) -> GradeResult:
     return result
 
 
-def merge(folders: list[Path], out: Path) -> list[GradeResult]:
+def merge(folders: list[Path], out: Path, marks: Path | None = None) -> list[GradeResult]:
     """One gradebook, feedback, histogram and class report in ``out`` from the output folders
-    of the N shards of one grading; :class:`MergeError` when they do not belong together."""
+    of the N shards of one grading, with the written answers' marks of ``marks`` (default:
+    ``out/marks.csv``), which it updates as an unsharded run would; :class:`MergeError` when
+    the shards do not belong together, :class:`.marks.MarksError` when the marks are not
+    right."""
     if not folders:
         raise MergeError("no shard folders to merge")
     out = Path(out).resolve()
@@ -245,5 +274,6 @@ def merge(folders: list[Path], out: Path) -> list[GradeResult]:
                       **{key: record.get(key) for key in ("protection", "calibration",
                                                           "applied_limits")}}
                      for folder, record in records), key=lambda m: m["shard"][0])
-    write_outputs(out, str(exercise_id), ordered, limits, merged=merged)
+    write_outputs(out, str(exercise_id), ordered, limits, merged=merged, marks=MarksSource(
+        Path(marks) if marks is not None else out / MARKS, frozenset(results)))
     return ordered

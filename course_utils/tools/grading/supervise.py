@@ -40,16 +40,19 @@ _running_lock = threading.Lock()
 _stopping = threading.Event()
 
 
-def hidden_folders(submissions: Path, out: Path) -> list[str]:
+def hidden_folders(submissions: Path, out: Path, *also: Path) -> list[str]:
     """What the sandbox hides from every submission: the submissions (classmates' work), the
-    output folder (gradebook, cache), the key that signs the cache, and the instructor's home
-    unless Python or the course live inside it (then it stays visible, read-only like
-    everything else)."""
+    output folder (gradebook, cache), the key that signs the cache, the folders in ``also``
+    (the marks file's, where it lies elsewhere) unless they hold the notebooks' temporary
+    copies, and the instructor's home; the last two unless Python or the course live inside
+    them (then they stay visible, read-only like everything else)."""
     hide = [submissions.resolve(), out.resolve(), key_folder().resolve()]
-    home = Path.home().resolve()
     needed = [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR]
-    if not any(p == home or home in p.parents for p in needed):
-        hide.append(home)
+    copies = Path(tempfile.gettempdir()).resolve()  # where each notebook's copy is made
+    for folder, keep in [*((Path(f).resolve(), [*needed, copies]) for f in also),
+                         (Path.home().resolve(), needed)]:
+        if folder not in hide and not any(p == folder or folder in p.parents for p in keep):
+            hide.append(folder)
     return [str(p) for p in hide]
 
 
