@@ -70,9 +70,6 @@ TRANSPOSE_HINT = (
     "`torch.bmm(keys, decoder_state.unsqueeze(-1)).squeeze(-1)`")
 
 
-_MIXED_UP = ("with a source as long as the states are wide (4 and 4) your energies mix up "
-             f"positions and coordinates: {TRANSPOSE_HINT}")
-
 
 def _class_of(student_class: object, name: str, library: type) -> type:
     if not isinstance(student_class, type) or not issubclass(student_class, Attention):
@@ -187,14 +184,6 @@ def _reported(out: object, name: str, batch: int, src_len: int, encoder_dim: int
 
 def _close(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.shape == b.shape and bool(torch.allclose(a, b, rtol=1e-4, atol=1e-5))
-
-
-def _wrong_axis(state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor | None:
-    """``s^T`` times the keys' *columns*: what a product without the transpose gives when
-    ``src_len == d``."""
-    if outputs.shape[1] != outputs.shape[2] or outputs.shape[2] != state.shape[1]:
-        return None
-    return torch.bmm(state.unsqueeze(1), outputs).squeeze(1)
 
 
 # ------------------------------------------------------- Parts 1-3: every decoder step at once
