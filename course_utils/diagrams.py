@@ -28,7 +28,7 @@ from course_utils.tensors import to_numpy
 __all__ = ["plot_attention_shapes", "plot_decoding_step", "plot_encoder_decoder"]
 
 WIDTH = 8.0  # inches: a notebook's output width at 100 dpi (see course_utils.plotting)
-GREY = "0.3"
+GREY = "0.2"  # side labels: dark enough to read as text, not as lines
 
 
 def _box(ax: Axes, x: float, y: float, text: str, *, width: float, height: float = 0.42,
@@ -112,8 +112,8 @@ def plot_decoding_step(
                                 "shrinkA": 0, "shrinkB": 0})
     left = xs[0] - box / 2 - 0.1
     for y, name in [(y_h, "encoder\n(biGRU)"), (y_e, "energies"),
-                    (y_bar + 0.3, "weights")]:
-        ax.text(left, y, name, ha="right", va="center", fontsize=9, color=GREY)
+                    (y_bar + 0.3, "weights\n(an example)")]:
+        ax.text(left, y, name, ha="right", va="center", fontsize=10, color=GREY)
 
     # the query s_(i-1): a dashed line under the energies, an arrow up into each of them
     x_query, y_query = 5.55, 1.6
@@ -140,7 +140,7 @@ def plot_decoding_step(
     _box(ax, x_gru, y_gru, "GRU\n$s_i = f(s_{i-1}, y_{i-1}, c_i)$", width=w_gru, height=0.6,
          color=TINTS["blue"])
     _box(ax, x_prev, y_query, "$y_{i-1}$", width=0.6, color="#f0f0f0")
-    ax.text(x_prev, y_query - 0.3, "previous\nword", ha="center", va="top", fontsize=9,
+    ax.text(x_prev, y_query - 0.3, "previous\nword", ha="center", va="top", fontsize=10,
             color=GREY)
     _box(ax, x_out, y_out, "deep output: maxout,\nthen $W_o$ → $p(y_i)$", width=2.6,
          height=0.6, color=TINTS["orange"])
@@ -150,7 +150,7 @@ def plot_decoding_step(
     _arrow(ax, (x_c + 0.85, y_c), (x_gru - w_gru / 2, y_c))  # c_i -> GRU
     _arrow(ax, (x_c + 0.5, y_c + 0.25), (x_out - 1.15, y_out - 0.3))  # c_i -> output
     _arrow(ax, (x_gru, y_gru + 0.3), (x_gru, y_out - 0.3))  # s_i -> output
-    ax.text(x_gru + 0.08, (y_gru + y_out) / 2, "$s_i$", ha="left", va="center", fontsize=9,
+    ax.text(x_gru + 0.08, (y_gru + y_out) / 2, "$s_i$", ha="left", va="center", fontsize=10,
             color=GREY)
 
     # the two formulas the boxes do not hold
@@ -206,8 +206,8 @@ def plot_encoder_decoder(
         _arrow(ax, (a + box / 2, y_fwd), (b - box / 2, y_fwd))
         _arrow(ax, (b - box / 2, y_bwd), (a + box / 2, y_bwd))
     label_x = xs[-1] + box / 2 + 0.45
-    ax.text(label_x, y_fwd, "forward GRU", ha="left", va="center", fontsize=9, color=GREY)
-    ax.text(label_x, y_bwd, "backward GRU", ha="left", va="center", fontsize=9, color=GREY)
+    ax.text(label_x, y_fwd, "forward GRU", ha="left", va="center", fontsize=10, color=GREY)
+    ax.text(label_x, y_bwd, "backward GRU", ha="left", va="center", fontsize=10, color=GREY)
     ax.text(label_x, 0.55, r"$h_j = [\overrightarrow{h}_j; \overleftarrow{h}_j]$ (outlined)",
             ha="left", va="center", fontsize=9, color=GREEN)
 
@@ -223,7 +223,7 @@ def plot_encoder_decoder(
         ax.text(x, y_s + 0.6, target[i - 1], ha="center", va="center", fontsize=10)
         _arrow(ax, (x, y_s + 0.21), (x, y_s + 0.45))
         previous = "<bos>" if i == 1 else target[i - 2]
-        ax.text(x - 0.15, y_s - 0.6, previous, ha="center", va="center", fontsize=9, color=GREY)
+        ax.text(x - 0.15, y_s - 0.6, previous, ha="center", va="center", fontsize=10, color=GREY)
         _arrow(ax, (x - 0.15, y_s - 0.48), (x - 0.15, y_s - 0.21), color="0.55")
 
     # the bridge reads the forward GRU's last state and the backward GRU's last (h_bwd_1)

@@ -178,18 +178,23 @@ def plot_accuracy_by_position(
 ) -> Figure:
     """Notebook 4, section 8: the share of words equal to the reference at each target
     position, teacher-forced (solid, circles) against free-running (dashed, squares), over
-    the positions at least ``min_sentences`` references reach (fewer make a noisy point)."""
+    the positions at least ``min_sentences`` references reach (fewer make a noisy point), and
+    below it how many references reach each position."""
     shown = accuracy.sentences >= min_sentences
     if not shown.any():
         raise ValueError(f"no position is reached by {min_sentences} references (the most is "
                          f"{int(accuracy.sentences.max())}); lower min_sentences")
     positions = accuracy.positions[shown]
-    fig, ax = plt.subplots(figsize=(7.5, 3.6), layout="constrained")
+    fig, (ax, counts) = plt.subplots(2, 1, figsize=(7.5, 4.8), sharex=True,
+                                     height_ratios=(3, 1), layout="constrained")
     ax.plot(positions, accuracy.teacher_forced[shown], "o-",
             label="teacher-forced: fed the reference's previous word")
     ax.plot(positions, accuracy.free_running[shown], "s--",
             label="free-running (greedy): fed its own previous word")
-    ax.set(xlabel="target position i", ylabel="share of words equal to the reference",
-           ylim=(0, 1), title=title, xticks=[1, *range(5, int(positions[-1]) + 1, 5)])
+    ax.set(ylabel="share of words equal\nto the reference", ylim=(0, 1), title=title)
     ax.legend(loc="upper right")
+    # how many references reach each position: the points further right rest on fewer words
+    counts.bar(positions, accuracy.sentences[shown], color="0.6", width=0.7)
+    counts.set(xlabel="target position i", ylabel="references\nthis long",
+               xticks=[1, *range(5, int(positions[-1]) + 1, 5)])
     return fig

@@ -63,7 +63,7 @@ def plot_bottleneck(
     left.plot(lengths, [r.mean() for r in values], "o-", color=BLUE,
               label=f"measured: random RNN, d = {state_dim}")
     left.plot(lengths, np.minimum(1, state_dim / (word_dim * lengths)), "k--",
-              label=f"ceiling: d / ({word_dim}T)")
+              label=f"ceiling: min(1, d / ({word_dim}T))")
     left.set(xlabel="sentence length T", ylabel="fraction recovered ($R^2$)",
              title="What one final state remembers", ylim=(0, 1.05))
     left.legend(loc="upper right", fontsize=MIN_FONTSIZE)  # over the flat tails

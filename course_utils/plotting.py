@@ -50,6 +50,7 @@ __all__ = [
     "plot_encoder_decoder",
     "plot_loss_curves",
     "plot_weights",
+    "weight_colorbar",
 ]
 
 NOTEBOOK_WIDTH = 8.0  # inches: a notebook's output at the inline backend's 100 dpi
@@ -339,13 +340,21 @@ def plot_attention_grid(
                        annotate=False, mark_alignment=mark_alignment, label_step=step,
                        title=_wrap(title, 12, cell * shapes[n][1] + 0.3),  # its map's width
                        highlight_cells=highlight_cells[n] if highlight_cells else ())
-    mappable = plt.cm.ScalarMappable(PowerNorm(gamma, vmin=0.0, vmax=1.0), cmap=cmap)
     where = {"location": "right", "shrink": min(0.6, 4.0 / height)} if nrows == 1 else \
         {"location": "top", "shrink": 0.6, "aspect": 30}  # on top: not in a tall grid's middle
-    fig.colorbar(mappable, ax=axes, **where,
-                 label="attention weight α" + _SCALE.get(gamma, f" (colour ∝ α^{gamma:g})"))
+    weight_colorbar(fig, axes, gamma=gamma, cmap=cmap, **where)
     _equal_cells(fig, list(axes.flat), [(s[0], s[1]) for s in shapes])
     return fig
+
+
+def weight_colorbar(fig: Figure, axes: Any, *, gamma: float = 0.5, cmap: str = "viridis",
+                    **options: Any) -> Any:
+    """One colour bar for the attention heatmaps on ``axes`` (drawn by :func:`plot_attention`
+    with ``colorbar=False`` and this ``gamma``), labelled with its scale where it is not linear
+    (``options``: :meth:`Figure.colorbar`'s, such as ``shrink``)."""
+    mappable = plt.cm.ScalarMappable(PowerNorm(gamma, vmin=0.0, vmax=1.0), cmap=cmap)
+    return fig.colorbar(mappable, ax=axes, **options,
+                        label="attention weight α" + _SCALE.get(gamma, f" (colour ∝ α^{gamma:g})"))
 
 
 def plot_weights(

@@ -152,9 +152,11 @@ def test_an_empty_bucket_is_drawn_empty_not_refused():
 def test_accuracy_by_position_draws_both_ways_over_positions_enough_references_reach():
     accuracy = position_accuracy()
     fig = plot_accuracy_by_position(accuracy, min_sentences=20)
-    [ax] = fig.axes
+    ax, counts = fig.axes
     forced, free = ax.get_lines()
     reached = accuracy.sentences >= 20
+    # below, how many references reach each position shown: the weight behind each point
+    assert [bar.get_height() for bar in counts.patches] == list(accuracy.sentences[reached])
     assert list(forced.get_xdata()) == list(accuracy.positions[reached])
     assert reached.sum() < len(reached)  # the rarely reached positions are left out
     np.testing.assert_allclose(forced.get_ydata(), accuracy.teacher_forced[reached])
