@@ -1,5 +1,6 @@
 """Every page of the course site passes an automated accessibility audit (issue 28): axe-core,
-run in headless Chromium on each page, in the light and in the dark theme, finds no violation
+run in headless Chromium on each page, in the light and in the dark theme, at a laptop's width
+(1280 px) and at a phone's (390 px, where tables scroll in their own boxes), finds no violation
 of impact *serious* or *critical*.
 
 The audit runs the current axe-core from npm (``npm install axe-core``; .ci/run installs it):
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from browser import headless_chromium, needs_chromium, typeset_equations
 from course_site import built_site, site_pages
+from site_layout import LAPTOP, PHONE, set_width, wait_for_layout
 
 from course_utils.tools import book
 
@@ -32,7 +34,8 @@ PAGES = site_pages()
 FAILING_IMPACTS = ("serious", "critical")
 #: The site's two colour themes (the Sphinx Book Theme follows the reader's system setting).
 THEMES = ("light", "dark")
-
+#: The widths the audit reads each page at (CSS px).
+WIDTHS = (LAPTOP, PHONE)
 
 
 def current_axe_core() -> Path | None:
@@ -72,8 +75,10 @@ def browser():
         driver.quit()
 
 
-def audit(driver, page: Path, theme: str) -> list[dict]:
-    """axe-core's violations on ``page`` shown in ``theme``, once its equations are typeset."""
+def audit(driver, page: Path, theme: str, width: int = LAPTOP) -> list[dict]:
+    """axe-core's violations on ``page`` shown in ``theme`` at ``width``, once its equations are
+    typeset and the site's script has marked the boxes that scroll."""
+    set_width(driver, width)
     # the reader's system setting, which the theme follows ("auto" mode)
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {
         "features": [{"name": "prefers-color-scheme", "value": theme}]})
@@ -88,6 +93,7 @@ def audit(driver, page: Path, theme: str) -> list[dict]:
         " animation: none !important; }';"
         "document.head.appendChild(style);")
     typeset_equations(driver)  # MathJax rewrites the equations: audit what the reader gets
+    wait_for_layout(driver)  # course.js has made the boxes that scroll focusable
     assert AXE_CORE is not None
     driver.execute_script(AXE_CORE.read_text(encoding="utf-8"))
     driver.set_script_timeout(120)
@@ -114,11 +120,13 @@ def test_the_audit_covers_every_page_of_the_site(site):
 
 @needs_chromium
 @needs_axe_core
+@pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("page", PAGES)
-def test_no_serious_accessibility_violation_in_a_browser(site, browser, page):
-    problems = [f"{page} ({theme} theme): {rule} ({impact}) at {selector}: {asks}"
+def test_no_serious_accessibility_violation_in_a_browser(site, browser, page, width):
+    problems = [f"{page} ({theme} theme, {width} px): {rule} ({impact}) at {selector}: {asks}"
                 for theme in THEMES
-                for rule, impact, selector, asks in serious(audit(browser, site / page, theme))]
+                for rule, impact, selector, asks in serious(
+                    audit(browser, site / page, theme, width))]
     assert not problems, (f"{len(problems)} serious or critical accessibility violation(s) "
                           f"on {page}, expected 0:\n" + "\n".join(problems))
 

@@ -17,11 +17,12 @@ from urllib.parse import unquote, urlsplit
 
 import nbformat
 import pytest
+import site_layout
 from browser import headless_chromium, needs_chromium, screenshot_folder, typeset_equations
-from course_site import built_site
+from course_site import built_site, site_pages
 from helpers import ROOT
 
-from course_utils.tools import book, book_pages
+from course_utils.tools import book, book_markdown, book_pages
 from course_utils.tools.execute import built_with, describe_build
 
 pytestmark = pytest.mark.skipif(
@@ -245,6 +246,68 @@ def test_a_folder_without_notebooks_is_refused_with_a_message(tmp_path, capsys):
     assert not (tmp_path / "x").exists()
 
 
+MARKDOWN_PAGES = [*NOTEBOOKS, *sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+
+
+@pytest.mark.parametrize("path", MARKDOWN_PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_display_equation_begins_a_paragraph_of_its_own(path):
+    """A ``$$...$$`` in the middle of a paragraph is shown inline, between stray $ signs."""
+    if path.suffix == ".ipynb":
+        texts = [(f"Markdown cell {n}", c.source) for n, c in enumerate(
+            nbformat.read(path, as_version=4).cells, start=1) if c.cell_type == "markdown"]
+    else:
+        texts = [("", path.read_text(encoding="utf-8"))]
+    problems = [f"{where}: {problem}" for where, text in texts
+                for problem in book_markdown.display_math_in_paragraphs(text)]
+    assert not problems, "\n".join(problems)
+
+
+def test_display_equations_in_the_middle_of_a_paragraph_are_found():
+    find = book_markdown.display_math_in_paragraphs
+    assert find("The state.\n$$c_i = a, \\qquad s_i = b$$\n\nNext.") == [
+        "line 2: the display equation $$c_i = a, \\qquad s_i = b... is in the middle of a "
+        "paragraph; MyST shows it inline, with stray $ signs: put it on lines of its own, with "
+        "a blank line before and after"]
+    assert find("See $$x$$ here.") and find("$$x$$ and text") and find("| a | $$x$$ |")
+    for fine in ("Text.\n\n$$x$$\n\nMore.", "# Title\n$$x$$", "$$\nx\n$$ (eq-1)\n",
+                 "```python\ny = 1\n$$x$$\n```", "Code `$$x$$` is code.",
+                 "````{admonition} Worked answer\n:class: tip\n\n$$x$$\n````"):
+        assert find(fine) == [], fine
+
+
+def test_file_names_written_as_code_link_to_their_pages(site):
+    link = book_markdown.link_course_files
+    pages = {"exercises/E10.1-a.ipynb", "docs/results.md"}
+    assert link("Do `exercises/E10.1-a.ipynb` (see `docs/results.md`).", "notebooks/01.ipynb",
+                pages) == ("Do [`exercises/E10.1-a.ipynb`](../exercises/E10.1-a.ipynb) (see "
+                           "[`docs/results.md`](../docs/results.md)).")
+    for kept in ("`solutions/E10.1-a.ipynb`", "[`docs/results.md`](x)", "## `docs/results.md`",
+                 "```\n`docs/results.md`\n```"):
+        assert link(kept, "notebooks/01.ipynb", pages) == kept
+    html = page_of(site, ROOT / "notebooks" / "01_bottleneck_and_attention_by_hand.ipynb")
+    assert re.search(r'href="\.\./exercises/E10\.1-attention-by-hand\.html"><span[^>]*><code',
+                     html.read_text(encoding="utf-8")), "notebook 1 does not link exercise E10.1"
+
+
+def test_every_page_has_an_icon_and_a_default_theme_mode(site):
+    """No 404 for favicon.ico, and the theme's script never reads an empty mode."""
+    from course_utils.tools.book_assets import FAVICON
+
+    assert (site / "_static" / FAVICON).is_file()
+    for page in site_pages():
+        html = (site / page).read_text(encoding="utf-8")
+        assert re.search(r'<link rel="icon" href="[^"]*_static/favicon\.svg"', html), page
+        assert 'localStorage.getItem("mode") || "auto"' in html, page
+
+
+def test_figures_link_to_their_full_size_image(site):
+    for notebook in NOTEBOOKS:
+        html = page_of(site, notebook).read_text(encoding="utf-8")
+        images = re.findall(r'<img [^>]*src="([^"]*_images/[^"]+)"', html)
+        linked = re.findall(r'<a class="course-figure" href="([^"]+)"><img [^>]*src="\1"', html)
+        assert len(linked) == len(images), f"{notebook.name}: a figure links to no full size"
+
+
 @needs_chromium
 def test_landing_page_and_notebook_3_in_a_browser(site, tmp_path):
     """Screenshots of the landing page and of notebook 3's page (COURSE_SCREENSHOTS=DIR keeps
@@ -280,41 +343,132 @@ def test_landing_page_and_notebook_3_in_a_browser(site, tmp_path):
         driver.quit()
 
 
-#: Pages screenshotted at a laptop's and a phone's width: the landing page, notebooks 1, 3, 4
-#: and 5 (its explorer's note) and an exercise.
-LAYOUT_PAGES = ("index.html", "instructors.html",
-                "notebooks/01_bottleneck_and_attention_by_hand.html",
-                "notebooks/03_reversal_task.html", "notebooks/05_reading_attention_heatmaps.html",
-                *sorted(f"notebooks/{p.stem}.html" for p in (ROOT / "notebooks").glob("04_*")),
-                *sorted(f"exercises/{p.stem}.html" for p in (ROOT / "exercises").glob("E10.1*")))
+#: Pages screenshotted at a laptop's and a phone's width: the landing page, notebooks 1, 3, 4,
+#: 5 (its explorer's note) and 6, an exercise and the results.
+SCREENSHOT_PAGES = ("index.html", "instructors.html",
+                    "notebooks/01_bottleneck_and_attention_by_hand.html",
+                    "notebooks/03_reversal_task.html",
+                    "notebooks/05_reading_attention_heatmaps.html",
+                    "notebooks/06_additive_vs_dot_product.html", "docs/results.html",
+                    *sorted(f"notebooks/{p.stem}.html" for p in (ROOT / "notebooks").glob("04_*")),
+                    *sorted(f"exercises/{p.stem}.html"
+                            for p in (ROOT / "exercises").glob("E10.1*")))
+
+
+def reading_problems(driver, url: str, width: int) -> list[str]:
+    """What a reader cannot read on the page at ``url`` at ``width`` (tests/site_layout.js),
+    what it logged as an error, and what it asked of another host."""
+    site_layout.open_page(driver, url)
+    origin = url.split("/", 3)[:3]
+    return (site_layout.layout_problems(driver, width) + site_layout.console_problems(driver)
+            + [f"asked another host for {u}"
+               for u in site_layout.outside_requests(driver, "/".join(origin))])
 
 
 @needs_chromium
-@pytest.mark.parametrize("width", [1280, 390])
-def test_pages_fit_the_window_in_a_browser(site, tmp_path, width):
-    """At 390 px (a phone) no page scrolls sideways; at 1280 px no table is wider than its
-    column (screenshots of both: COURSE_SCREENSHOTS=DIR keeps them)."""
-    driver = headless_chromium(width, 900)
+@pytest.mark.parametrize("width", [site_layout.LAPTOP, site_layout.PHONE])
+def test_every_page_reads_whole_in_a_browser(site, tmp_path, width):
+    """Every page of the site, served as a web server would, at a laptop's and a phone's width:
+    no page scrolls sideways; no equation, link, table header or figure is cut; no stray $;
+    every table shows its column names, in columns (one wider than the page scrolls in its own
+    box, and says so); no word of a table breaks inside itself; every figure links to its
+    full-size image; no console error (a missing favicon.ico, "Got invalid theme mode") and no
+    request to another host. Screenshots: COURSE_SCREENSHOTS=DIR keeps them."""
+    driver = headless_chromium(1280, 900)
     folder = screenshot_folder(tmp_path)
     problems = []
-    try:  # a headless window is at least 500 px wide: the phone's width is emulated
-        driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
-            "width": width, "height": 900, "deviceScaleFactor": 1, "mobile": width < 600})
-        for page in LAYOUT_PAGES:
-            driver.get((site / page).as_uri())
-            typeset_equations(driver)
-            document, window = driver.execute_script(
-                "return [document.documentElement.scrollWidth, window.innerWidth]")
-            if document > window:
-                problems.append(f"{page} at {width} px: the page is {document} px wide")
-            tables = driver.execute_script(
-                "return Array.from(document.querySelectorAll('article table')).filter("
-                "t => t.scrollWidth > t.parentElement.clientWidth + 1).map("
-                "t => t.innerText.slice(0, 40))")
-            problems += [f"{page} at {width} px: a table overflows: {t!r}" for t in tables]
-            driver.save_screenshot(str(folder / f"site-{Path(page).stem}-{width}.png"))
+    try:
+        site_layout.set_width(driver, width)
+        with site_layout.served(site) as base:
+            for page in site_pages():
+                problems += [f"{page} at {width} px: {problem}"
+                             for problem in reading_problems(driver, base + page, width)]
+                if page in SCREENSHOT_PAGES:
+                    driver.save_screenshot(str(folder / f"site-{Path(page).stem}-{width}.png"))
         note = (site / "notebooks/05_reading_attention_heatmaps.html").read_text()
         assert "cdn" not in note.lower() and "runs in the lab" in note
     finally:
         driver.quit()
-    assert not problems, "\n".join(problems)
+    assert not problems, f"{len(problems)} problem(s):\n" + "\n".join(problems)
+
+
+#: A page with one of each thing a reader cannot read (what the old site did, and worse).
+UNREADABLE = """<!doctype html><html lang="en"><head><title>unreadable</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head><body>
+<article>
+<p>Before $<span class="math">x</span>$ after.</p>
+<p>A sum: <span class="math" style="display: inline-flex; max-width: 100%; overflow: hidden">
+  <mjx-container style="display: inline-block; width: 600px; flex-shrink: 0">0 + 1 + 2
+  </mjx-container></span></p>
+<div style="width: 120px; overflow: hidden"><a href="#x" style="white-space: nowrap">
+  Notebook 4: Multi30k English to German</a></div>
+<table><thead style="position: absolute; width: 1px; height: 1px; overflow: hidden;
+  clip: rect(0 0 0 0)"><tr><th>model</th><th>BLEU</th></tr></thead>
+<tbody style="display: block"><tr style="display: block"><td style="display: block">vanilla</td>
+<td style="display: block">19.8</td></tr></tbody></table>
+<table style="width: 90px"><thead><tr><th>variable</th></tr></thead><tbody><tr>
+<td style="overflow-wrap: anywhere">COURSE_QUICK_AND_MORE=1</td></tr></tbody></table>
+<div style="overflow-x: auto"><table style="width: 900px"><thead><tr><th>a</th><th>b</th></tr>
+</thead><tbody><tr><td>1</td><td>2</td></tr></tbody></table></div>
+<img src="_images/figure.png" alt="a figure shown small and not linked" width="50" height="50">
+<div style="width: 600px">a line wider than a phone</div>
+</article></body></html>"""
+
+
+@needs_chromium
+def test_the_browser_checks_find_what_a_reader_cannot_read(tmp_path):
+    """The checks are live: a seeded page with a stray $, a cut equation and link, a headerless
+    phone table, a word broken inside itself, a wide table with no word that it scrolls, an
+    unlinked figure and a line wider than the window fails each of them at a phone's width."""
+    (tmp_path / "bad.html").write_text(UNREADABLE, encoding="utf-8")
+    driver = headless_chromium(1280, 900)
+    try:
+        site_layout.set_width(driver, site_layout.PHONE)
+        with site_layout.served(tmp_path) as base:
+            site_layout.open_page(driver, base + "bad.html")
+            found = "\n".join(site_layout.layout_problems(driver, site_layout.PHONE))
+    finally:
+        driver.quit()
+    for expected in ['a stray "$"', 'mjx-container "0 + 1 + 2" is cut by',
+                     'a "Notebook 4: Multi30k English to German" is cut by',
+                     "does not show its column names (model, BLEU)",
+                     "cells are stacked, not in columns", 'breaks the word "QUICK_"',
+                     "does not say that it scrolls", '"a figure shown small and not linked" '
+                     "is not a link", "it scrolls sideways"]:
+        assert expected in found, f"{expected!r} not found in:\n{found}"
+
+
+@needs_chromium
+def test_a_seeded_inline_display_equation_and_a_headerless_phone_table_fail(tmp_path, capsys):
+    """Through the whole build: a notebook with a display equation in the middle of a paragraph
+    makes the build warn and the page show a stray $; the same page with the old phone
+    stylesheet (each row a block, the header hidden) shows a table without its column names."""
+    course = tmp_path / "course"
+    (course / "notebooks").mkdir(parents=True)
+    (course / "README.md").write_text("# A seeded course\n\nOne notebook.\n")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "# Seeded\n\nThe energy is\n$$e = v^\\top \\tanh(W_s s + W_h h)$$\nfor each $j$.\n\n"
+        "| model | BLEU |\n|---|---|\n| vanilla | 19.8 |\n| attention | 28.5 |\n")])
+    nbformat.write(notebook, course / "notebooks" / "01_seeded.ipynb")
+    site = book.build_book(tmp_path / "html", course=course)
+    assert "notebooks/01_seeded.ipynb, Markdown cell 1, line 4: the display equation" in (
+        capsys.readouterr().err)
+    old_phone_css = ("@media (max-width: 600px) { article table, article tbody, article tr, "
+                     "article td { display: block; } article thead { position: absolute; "
+                     "width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); } }")
+    driver = headless_chromium(1280, 900)
+    try:
+        site_layout.set_width(driver, site_layout.PHONE)
+        with site_layout.served(site) as base:
+            seeded = reading_problems(driver, base + "notebooks/01_seeded.html",
+                                      site_layout.PHONE)
+            driver.execute_script("const style = document.createElement('style');"
+                                  "style.textContent = arguments[0];"
+                                  "document.head.appendChild(style);", old_phone_css)
+            headerless = site_layout.layout_problems(driver, site_layout.PHONE)
+    finally:
+        driver.quit()
+    assert any('a stray "$"' in p for p in seeded), seeded
+    assert not any("column names" in p for p in seeded), seeded
+    assert any("does not show its column names (model, BLEU)" in p for p in headerless), \
+        headerless

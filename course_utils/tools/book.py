@@ -5,13 +5,17 @@ from the committed notebooks, whose saved outputs are shown as they are: nothing
 re-executed, so the site takes seconds and shows the figures of the real runs. The landing
 page is generated from ``README.md``'s student sections on every build, its instructors'
 sections going on a page of their own (:mod:`course_utils.tools.book_pages`, which also holds
-the site's stylesheet and accessibility repairs; links to notebooks become links to their
-pages), followed by the lecture notebooks, the exercises (student versions), the worked
-solutions (a section an instructor can leave out; their written answers in boxes rather than
-between marker lines) and the measurements in ``docs/``. Under each notebook with saved
+the repairs of the theme's HTML; links to notebooks become links to their pages), followed by
+the lecture notebooks, the exercises (student versions), the worked solutions (a section an
+instructor can leave out; their written answers in boxes rather than between marker lines) and
+the measurements in ``docs/``. Under each notebook with saved
 outputs, one line says what built them (its ``course.built_with`` record: the PyTorch and the
 device of the run, its scale and its date). Each figure's ``alt`` text is the description in
-its cell's metadata (:mod:`course_utils.tools.figures`).
+its cell's metadata (:mod:`course_utils.tools.figures`), and each figure links to its full-size
+image. A file of the course that a page names as code (``exercises/E10.1-x.ipynb``) is a link
+to its page, and a display equation that MyST would show inline is reported
+(:mod:`course_utils.tools.book_markdown`). The stylesheet, script and icon that make the pages
+read at a phone's width as at a laptop's are in :mod:`course_utils.tools.book_assets`.
 
 Command line (what ``python3 course.py book`` runs, once the ``book`` extra is installed)::
 
@@ -39,12 +43,9 @@ from pathlib import Path
 
 import nbformat
 
-from course_utils.tools.book_pages import (
-    COURSE_CSS,
-    INSTRUCTORS_PAGE,
-    repair_site,
-    split_readme,
-)
+from course_utils.tools.book_assets import FAVICON, write_assets
+from course_utils.tools.book_markdown import display_math_in_paragraphs, link_course_files
+from course_utils.tools.book_pages import INSTRUCTORS_PAGE, repair_site, split_readme
 from course_utils.tools.execute import built_with, describe_build
 from course_utils.tools.exercise_format import BEGIN, END
 
@@ -136,7 +137,10 @@ extensions = ["myst_nb", "sphinx.ext.githubpages", "sphinx-mathjax-offline"]
 html_theme = "sphinx_book_theme"
 html_title = {title!r}
 html_static_path = ["_static"]
-html_css_files = ["course.css"]  # course_utils/tools/book_pages.py: tables, code, equations
+# course_utils/tools/book_assets.py: tables, equations, figures and links at every width
+html_css_files = ["course.css"]
+html_js_files = ["course.js"]
+html_favicon = "_static/{favicon}"
 html_sourcelink_suffix = ""  # "download .ipynb" gives the notebook itself
 html_theme_options = {{
     "home_page_in_toc": True,
@@ -144,6 +148,9 @@ html_theme_options = {{
     "use_download_button": True,
     "use_fullscreen_button": False,
 }}
+# the theme follows the reader's system setting ("auto"); with no default mode named, its
+# script logs "Got invalid theme mode" on a reader's first visit
+html_context = {{"default_mode": "auto"}}
 exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 # The committed outputs are shown as they are: no notebook runs for the site.
 nb_execution_mode = "off"
@@ -163,34 +170,44 @@ def _stage(course: Path, src: Path, *, solutions: bool) -> list[str]:
     readme = (course / "README.md").read_text(encoding="utf-8")
     title_match = re.search(r"^# (.+)$", readme, re.MULTILINE)
     title = title_match.group(1).strip() if title_match else "The course"
-    pages: list[str] = [INSTRUCTORS_PAGE]
+    shown = [(section, sorted((course / section.folder).glob(section.pattern)))
+             for section in SECTIONS if solutions or not section.for_instructors]
+    pages = [INSTRUCTORS_PAGE, *(f"{s.folder}/{p.name}" for s, files in shown for p in files)]
     toctrees = ""
-    for section in SECTIONS:
-        if section.for_instructors and not solutions:
-            continue
-        files = sorted((course / section.folder).glob(section.pattern))
+    for section, files in shown:
         if not files:
             continue
         (src / section.folder).mkdir(parents=True)
         for path in files:
+            name = f"{section.folder}/{path.name}"
             if path.suffix == ".ipynb":
-                _copy_notebook(path, src / section.folder / path.name,
-                               boxes=section.for_instructors)
+                _copy_notebook(path, src / name, set(pages), boxes=section.for_instructors)
             else:
-                shutil.copy2(path, src / section.folder / path.name)
-            pages.append(f"{section.folder}/{path.name}")
+                text = path.read_text(encoding="utf-8")
+                _warn_inline_display_math(name, text)
+                (src / name).write_text(link_course_files(text, name, set(pages)),
+                                        encoding="utf-8")
         toctrees += _toctree(section.caption, [f"{section.folder}/{p.stem}" for p in files])
     toctrees += _toctree("For instructors", [INSTRUCTORS_PAGE.removesuffix(".md")])
     if not any(p.endswith(".ipynb") for p in pages):
         raise BookError(f"no notebooks found in {course}: is this the course folder?")
     landing, instructors = split_readme(readme)
+    landing = link_course_files(landing, "index.md", set(pages))
+    instructors = link_course_files(instructors, INSTRUCTORS_PAGE, set(pages))
     (src / "index.md").write_text(landing_page(landing, set(pages), toctrees), encoding="utf-8")
     (src / INSTRUCTORS_PAGE).write_text(landing_page(instructors, set(pages)), encoding="utf-8")
-    (src / "_static").mkdir()
-    (src / "_static" / "course.css").write_text(COURSE_CSS, encoding="utf-8")
-    (src / "conf.py").write_text(CONF_PY.format(title=title, no_alt=NO_DESCRIPTION),
-                                 encoding="utf-8")
+    write_assets(src / "_static")
+    (src / "conf.py").write_text(
+        CONF_PY.format(title=title, no_alt=NO_DESCRIPTION, favicon=FAVICON), encoding="utf-8")
     return pages
+
+
+def _warn_inline_display_math(name: str, markdown: str, cell: int | None = None) -> None:
+    """Say on stderr where a display equation of ``name`` would be shown inline
+    (:func:`~course_utils.tools.book_markdown.display_math_in_paragraphs`)."""
+    where = name if cell is None else f"{name}, Markdown cell {cell}"
+    for problem in display_math_in_paragraphs(markdown):
+        print(f"warning: {where}, {problem}", file=sys.stderr)
 
 
 def answers_as_boxes(markdown: str) -> str:
@@ -210,15 +227,19 @@ def answers_as_boxes(markdown: str) -> str:
     return "\n".join(lines)
 
 
-def _copy_notebook(path: Path, dest: Path, *, boxes: bool) -> None:
-    """Copy a notebook for the site: a worked solution's written answers as boxes, and under a
-    notebook with saved outputs, the line that says what built them."""
+def _copy_notebook(path: Path, dest: Path, pages: set[str], *, boxes: bool) -> None:
+    """Copy a notebook for the site: names of the site's pages as links to them, a worked
+    solution's written answers as boxes, and under a notebook with saved outputs, the line that
+    says what built them."""
     notebook = nbformat.read(path, as_version=4)
-    if boxes:
-        for cell in notebook.cells:
-            if cell.cell_type == "markdown":
+    name = f"{dest.parent.name}/{dest.name}"
+    for number, cell in enumerate(notebook.cells, start=1):
+        if cell.cell_type == "markdown":
+            _warn_inline_display_math(name, cell.source, number)
+            cell.source = link_course_files(cell.source, name, pages)
+            if boxes:
                 cell.source = answers_as_boxes(cell.source)
-    _explorer_offline(notebook, f"{dest.parent.name}/{dest.name}")
+    _explorer_offline(notebook, name)
     record = built_with(notebook)
     if record:
         notebook.cells.append(nbformat.v4.new_markdown_cell(

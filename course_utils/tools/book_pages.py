@@ -1,16 +1,18 @@
 """What the course site adds to Sphinx's pages: the split of the README into a landing page
-and an instructors' page, the site's stylesheet, and the repairs of the theme's HTML that an
-accessibility audit asks for (:mod:`course_utils.tools.book` uses them).
+and an instructors' page, and the repairs of the theme's HTML that a reader and an
+accessibility audit ask for (:mod:`course_utils.tools.book` uses them; the stylesheet and the
+script are in :mod:`course_utils.tools.book_assets`).
 
 - **Pages.** The README's sections for instructors and maintainers (hand-out, grading, sandbox,
   scale, nbgrader, Slurm, settings, the conda route, the site itself) go on ``instructors.md``;
   the rest (what the day is, the quickstart, the day plan, the table of contents, how students
   work) is the landing page. Both are generated from the README on every build, so nothing is
   written twice; a link to a heading on the other page is pointed there.
-- **Layout** (``course.css``): tables wrap their cells to the column and, on a phone, become one
-  block per row; inline code breaks anywhere rather than widening the page; a display equation
-  or a long output wider than the column scrolls in its own box, with a shadow at the edge that
-  has more to show.
+- **Figures** (:func:`repair_html`): each figure of a notebook's outputs is a link to its
+  full-size image, with a line under it that the stylesheet shows on a phone ("Tap the figure
+  to open it full size"), where the figure is shown at under half its size.
+- **File names in tables** (:func:`repair_html`) may break after a ``/`` or a ``_``, never
+  inside a word.
 - **Accessibility** (:func:`repair_html`): the theme's search button is named by what it shows
   ("Search Ctrl+K"), a collapsed cell's toggle by its visible text, and an empty header cell of a
   table (a DataFrame's corner) is a data cell.
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-__all__ = ["COURSE_CSS", "INSTRUCTORS_PAGE", "INSTRUCTOR_SECTIONS", "repair_html", "repair_site",
+__all__ = ["FIGURE_HINT", "INSTRUCTORS_PAGE", "INSTRUCTOR_SECTIONS", "repair_html", "repair_site",
            "split_readme"]
 
 #: README sections (level-2 headings, by their first words) that go on the instructors' page.
@@ -84,62 +86,56 @@ def split_readme(readme: str) -> tuple[str, str]:
     return landing, instructors
 
 
-COURSE_CSS = """\
-/* Written by course_utils.tools.book_pages: the course site's layout fixes. */
-/* Tables: cells wrap within the column; long file names and code break. */
-.bd-article table { width: 100%; table-layout: auto; }
-.bd-article table td, .bd-article table th { white-space: normal; overflow-wrap: anywhere; }
-.bd-article table td code, .bd-article table th code { white-space: normal; }
-/* Inline code breaks anywhere rather than widening the page. */
-.bd-article :not(pre) > code, .bd-article :not(pre) > code span.pre {
-  white-space: normal; overflow-wrap: anywhere;
-}
-.bd-article p, .bd-article li { overflow-wrap: break-word; }
-/* Something wider than the column (an equation, a long output) scrolls in its own box, with a
-   shadow at the edge that has more to show (scroll shadows: local backgrounds cover them at
-   the ends). */
-.bd-article div.math, .bd-article .cell_output pre, .bd-article .output pre {
-  --cover: var(--pst-color-background);
-  --shade: rgba(0, 0, 0, .3);
-  overflow-x: auto; max-width: 100%;
-  background:
-    linear-gradient(to right, var(--cover), var(--cover)) left / 2em 100% no-repeat local,
-    linear-gradient(to left, var(--cover), var(--cover)) right / 2em 100% no-repeat local,
-    linear-gradient(to right, var(--shade), transparent) left / 1em 100% no-repeat scroll,
-    linear-gradient(to left, var(--shade), transparent) right / 1em 100% no-repeat scroll;
-}
-.bd-article .cell_output pre { --cover: var(--pst-color-surface); }
-html[data-theme="dark"] .bd-article div.math { --shade: rgba(255, 255, 255, .35); }
-/* the theme lays the equation out in a flex row (reversed, its number first): a wide one
-   overflowed to the left, out of reach of the scroll bar: a plain row, the number last */
-.bd-article div.math { flex-direction: row; justify-content: safe center; }
-.bd-article div.math > .eqno { order: 1; }
-.bd-article div.math mjx-container[display="true"] {
-  overflow: visible !important; min-width: min-content;
-}
-/* A phone: a table becomes one block per row, its header cells hidden but still read. */
-@media (max-width: 600px) {
-  .bd-article table, .bd-article table tbody, .bd-article table tr,
-  .bd-article table td { display: block; width: 100%; }
-  .bd-article table thead { position: absolute; width: 1px; height: 1px; overflow: hidden;
-                            clip: rect(0 0 0 0); white-space: nowrap; }
-  .bd-article table tr { border-top: 1px solid var(--pst-color-border); padding: .4em 0; }
-  .bd-article table td { border: none; padding: .1em .5em; }
-  .bd-article table td:first-child { font-weight: 600; }
-  .pst-scrollable-table-container { overflow-x: visible; }
-}
-"""
-
 _SEARCH_BUTTON = re.compile(r'(<button class="[^"]*search-button-field[^"]*"[^>]*?) '
                             r'aria-label="Search"')
 _SUMMARY = re.compile(r'(<summary[^>]*?) aria-label="Toggle hidden content"')
 _EMPTY_HEADER = re.compile(r'<th( class="head")?>\s*(<p>\s*</p>)?\s*</th>')
 
+#: An image of the site's ``_images`` (a notebook's figure): ``<img ... src="../_images/x.png" />``
+#: (attribute values may hold ">").
+_FIGURE = re.compile(r'<img\b(?:[^>"]|"[^"]*")*?\ssrc="([^"]*_images/[^"]+)"(?:[^>"]|"[^"]*")*>')
+
+#: The line under a figure that the stylesheet shows on a phone.
+FIGURE_HINT = "Tap the figure to open it full size"
+
+
+def _link_figures(html: str) -> str:
+    """Each figure not already in a link made a link to its full-size image."""
+    parts, end = [], 0
+    for match in _FIGURE.finditer(html):
+        if html.rfind("<a ", 0, match.start()) > html.rfind("</a>", 0, match.start()):
+            continue  # already a link (Sphinx links a scaled image to itself)
+        parts += [html[end:match.start()],
+                  f'<a class="course-figure" href="{match.group(1)}">{match.group(0)}'
+                  f'<span class="course-figure-hint">{FIGURE_HINT}</span></a>']
+        end = match.end()
+    return "".join(parts) + html[end:]
+
+
+_TABLE = re.compile(r"<table\b.*?</table>", flags=re.DOTALL)
+_CODE_WORD = re.compile(r'(<span class="pre">)([^<]*)(</span>)')
+
+
+def _paths_break_after_slashes(html: str) -> str:
+    """In tables, a file name written as code may break after each ``/`` and ``_``
+    (``<wbr>``): a table of notebook names then fits a laptop's column without breaking a name
+    inside a word; other code (``COURSE_QUICK=1``) stays whole."""
+    def code(match: re.Match[str]) -> str:
+        start, text, end = match.groups()
+        if not re.search(r"/|\.\w+$", text):
+            return match.group(0)  # not a file name: COURSE_QUICK=1 stays whole
+        return start + re.sub(r"([/_])(?=[^/_\s])", r"\1<wbr>", text) + end
+
+    return _TABLE.sub(lambda table: _CODE_WORD.sub(code, table.group(0)), html)
+
 
 def repair_html(html: str) -> str:
-    """A page of the site with the theme's accessibility faults repaired (see the module)."""
+    """A page of the site with the theme's faults repaired and its figures linked to their
+    full-size images (see the module)."""
     html = _SEARCH_BUTTON.sub(r"\1", html)  # named by its text, "Search Ctrl+K"
     html = _SUMMARY.sub(r"\1", html)  # named by its text, "Show code cell source"
+    html = _link_figures(html)
+    html = _paths_break_after_slashes(html)
     return _EMPTY_HEADER.sub(r"<td\1></td>", html)
 
 
