@@ -30,10 +30,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from course_utils.metrics import Interval, LengthComparison
+from course_utils.metrics import Bucket, Interval, LengthComparison
 from course_utils.plotting import MIN_FONTSIZE, NOTEBOOK_WIDTH, model_colour
 
-__all__ = ["JoinedPair", "joined_pairs", "plot_bleu_against_length"]
+__all__ = ["JoinedPair", "joined_pairs", "length_ratios", "plot_bleu_against_length"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,29 @@ def joined_pairs(pairs: Sequence[tuple[str, str]], group_sizes: Sequence[int] = 
             joined.append(JoinedPair(" ".join(e.strip() for e, _ in group),
                                      " ".join(g.strip() for _, g in group), k, first))
     return joined
+
+
+def length_ratios(output_lengths: Mapping[str, Sequence[int]], reference_lengths: Sequence[int],
+                  source_lengths: Sequence[int], buckets: Sequence[Bucket]) -> str:
+    """A table: per bucket of source lengths, each model's output length as a share of the
+    references' (the sum over the bucket's sentences), in percent. Below 100, the model writes
+    less than there is to translate: BLEU's brevity penalty then takes its share, and a model
+    that stops after the first caption of a joined input shows here first."""
+    n = len(reference_lengths)
+    if len(source_lengths) != n or any(len(v) != n for v in output_lengths.values()):
+        raise ValueError(f"every model's output lengths, the reference lengths and the source "
+                         f"lengths must hold one number per sentence ({n})")
+    models = list(output_lengths)
+    lines = ["output length as a share of the reference's, by source length (%)",
+             f"{'tokens':8s}{'sentences':>10s}" + "".join(f"{m:>12s}" for m in models)]
+    for name, shortest, longest in buckets:
+        chosen = [i for i, length in enumerate(source_lengths) if shortest <= length <= longest]
+        if not chosen:
+            continue
+        wanted = sum(reference_lengths[i] for i in chosen)
+        shares = [100 * sum(output_lengths[m][i] for i in chosen) / wanted for m in models]
+        lines.append(f"{name:8s}{len(chosen):10d}" + "".join(f"{v:12.0f}" for v in shares))
+    return "\n".join(lines)
 
 
 def plot_bleu_against_length(comparison: LengthComparison, *, longest_trained: int | None = None,
