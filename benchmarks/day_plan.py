@@ -353,6 +353,22 @@ def report(timed: list[Timed], quick: bool, dates: str,
     return "\n".join(lines)
 
 
+def page(saved: dict) -> str:
+    """``docs/day_plan.md``'s measured part, made from the measurements ``saved`` (as
+    ``docs/day_plan.json`` keeps them): the page holds nothing its measurements do not give."""
+    order = [p for p in NOTEBOOKS if p in saved] + [p for p in saved if p not in NOTEBOOKS]
+    timed = [Timed.from_record(p, saved[p]) for p in order]
+    dates = sorted({saved[p]["measured"] for p in order})
+    quick = any(saved[p]["quick"] for p in order)
+    return report(timed, quick, ", ".join(dates), {p: saved[p]["measured"] for p in order})
+
+
+def recounted(notebook: nbformat.NotebookNode) -> list[Section]:
+    """A committed notebook's sections, measured from its text and the timestamps its saved
+    run recorded (what ``--recount`` stores)."""
+    return sections_of(notebook, recorded_seconds(notebook))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke-test scale (seconds)")
@@ -388,7 +404,7 @@ def main(argv: list[str] | None = None) -> int:
         for relative in args.notebooks:
             notebook = nbformat.read(ROOT / relative, as_version=4)
             seconds = recorded_seconds(notebook)
-            item = Timed(relative, sections_of(notebook, seconds))
+            item = Timed(relative, recounted(notebook))
             built = notebook.metadata.get("course", {}).get("built_with") or {}
             previous = saved.get(relative, {})
             saved[relative] = {"measured": built.get("date") or previous.get("measured"),
@@ -408,12 +424,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{relative}: {item.minutes:.0f} min "
                   f"(computing {sum(run.cell_seconds) / 60:.1f} min)", flush=True)
         record.write_text(json.dumps(saved, indent=1) + "\n")
-    order = [p for p in NOTEBOOKS if p in saved] + [p for p in saved if p not in NOTEBOOKS]
-    timed = [Timed.from_record(p, saved[p]) for p in order]
-    dates = sorted({saved[p]["measured"] for p in order})
-    quick = any(saved[p]["quick"] for p in order)
-    runs = {p: saved[p]["measured"] for p in order}
-    update_section(args.out, "day-plan", report(timed, quick, ", ".join(dates), runs))
+    update_section(args.out, "day-plan", page(saved))
     print(f"wrote {args.out.relative_to(ROOT) if args.out.is_relative_to(ROOT) else args.out}")
     return 0
 

@@ -79,3 +79,31 @@ def test_the_blocks_count_every_core_section_once():
     background = sum(s.seconds for t in timed if t.path in day_plan.BACKGROUND
                      for s in t.sections if not t.is_extension(s)) / 60
     assert sum(day_plan.block_minutes(timed).values()) == pytest.approx(core - background)
+
+
+def _page_section(text: str) -> str:
+    return text.split("<!-- begin day-plan -->", 1)[1].split("<!-- end day-plan -->", 1)[0].strip()
+
+
+def test_the_day_plan_page_is_what_its_measurements_make():
+    """``docs/day_plan.md`` holds only what ``benchmarks/day_plan.py`` writes from
+    ``docs/day_plan.json``: a number typed into it by hand, or left from an older run, fails."""
+    assert _page_section((ROOT / "docs" / "day_plan.md").read_text()) == \
+        day_plan.page(RECORD).strip()
+
+
+def test_a_number_edited_by_hand_in_the_day_plan_page_is_found():
+    page = (ROOT / "docs" / "day_plan.md").read_text()
+    number = re.search(r"\| (\d+\.\d) \|", page).group(1)
+    edited = page.replace(f"| {number} |", f"| {float(number) + 0.1:.1f} |", 1)
+    assert _page_section(edited) != day_plan.page(RECORD).strip()
+
+
+@pytest.mark.parametrize("path", day_plan.NOTEBOOKS)
+def test_the_measurements_are_those_of_the_committed_run(path):
+    """Each notebook's sections in ``docs/day_plan.json`` (words, code, figures, printed output,
+    computing) are those of the notebook as committed, and its date is its run's own."""
+    notebook = nbformat.read(ROOT / path, as_version=4)
+    assert [vars(s) for s in day_plan.recounted(notebook)] == RECORD[path]["sections"]
+    built = notebook.metadata.get("course", {}).get("built_with") or {}
+    assert RECORD[path]["measured"] == built.get("date"), path
