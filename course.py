@@ -71,7 +71,8 @@ def install_torch(python: Path) -> None:
     """Before the course's own install: PyTorch's CPU build on Linux without an NVIDIA GPU.
 
     Elsewhere (a GPU, macOS, Windows) or when PyTorch is already there, nothing happens and
-    ``pip install -e ".[lab]"`` brings the default build. ``COURSE_TORCH_INDEX`` names another index.
+    ``pip install -e ".[lab]"`` brings the default build. ``COURSE_TORCH_INDEX`` names another
+    index.
     """
     if not sys.platform.startswith("linux") or nvidia_gpu_present():
         return

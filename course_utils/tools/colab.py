@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +29,8 @@ from pathlib import Path
 import nbformat
 
 __all__ = ["BADGE", "COLAB", "ColabError", "ColabTarget", "SETUP_CELL", "add_colab",
-           "colab_url", "course_line", "is_setup_cell", "parse_target", "pin",
-           "setup_cell_source"]
+           "colab_url", "course_line", "is_handout", "is_setup_cell", "parse_target", "pin",
+           "setup_cell_source", "write_links"]
 
 #: What ``COURSE`` says in the course's own repository: nothing is installed from elsewhere.
 LOCAL = "the course folder (python3 course.py lab installs it)"
@@ -55,9 +56,9 @@ if importlib.util.find_spec("course_utils") is None:
     pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", COURSE],
                          capture_output=True, text=True)
     if pip.returncode != 0:
-        raise SystemExit(f"Installing the course failed ({{pip.stderr.strip()[-300:]}}). Check "
-                         "that the runtime is online and run this cell again; if it fails "
-                         "again, send this message to your instructor.")
+        raise SystemExit(f"Installing the course failed ({{' '.join(pip.stderr.split())[-300:]}})"
+                         ". Check that the runtime is online and run this cell again; if it "
+                         "fails again, send this message to your instructor.")
     importlib.invalidate_caches()
 from course_utils.setup import ready
 
@@ -79,19 +80,33 @@ class ColabError(ValueError):
 @dataclass(frozen=True)
 class ColabTarget:
     """Where a handout is published: ``owner/repo`` on GitHub and a git ref (branch, tag or
-    commit) of it."""
+    commit) of it; None: the handout repository's current branch (else ``main``)."""
 
     repo: str
-    ref: str = "main"
+    ref: str | None = None
 
 
-def parse_target(text: str) -> ColabTarget:
-    """``OWNER/REPO`` or ``OWNER/REPO@REF`` (REF defaults to ``main``)."""
-    repo, _, ref = text.partition("@")
-    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo) or (_ and not ref):
+def parse_target(text: str, folder: Path | None = None) -> ColabTarget:
+    """``OWNER/REPO`` or ``OWNER/REPO@REF``; ``""`` or ``@REF`` alone take OWNER/REPO from the
+    GitHub remote ``origin`` of the git repository ``folder`` (a published handout)."""
+    repo, at, ref = text.partition("@")
+    if not repo and folder is not None:
+        repo = github_remote(folder) or ""
+        if not repo:
+            raise ColabError(f"--colab without OWNER/REPO takes them from the handout's git "
+                             f"remote 'origin' on GitHub, and {folder} has none: name them, "
+                             "e.g. --colab alice/day10-handout")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+", repo) or (at and not ref):
         raise ColabError(f"--colab takes OWNER/REPO or OWNER/REPO@REF (a GitHub repository and "
                          f"a branch, tag or commit); got {text!r}")
-    return ColabTarget(repo.removesuffix(".git"), ref or "main")
+    return ColabTarget(repo.removesuffix(".git"), ref or None)
+
+
+def is_handout(folder: Path) -> bool:
+    """Whether ``folder`` holds a handout made by ``course-handout`` (no solutions)."""
+    return all((folder / name).exists() for name in ("README.md", "notebooks", "exercises",
+                                                     "course_utils")) and not (
+        folder / "solutions").exists()
 
 
 def is_setup_cell(cell: nbformat.NotebookNode) -> bool:
@@ -119,7 +134,7 @@ def pin(notebook: nbformat.NotebookNode, course: str) -> nbformat.NotebookNode:
 
 def colab_url(target: ColabTarget, path: str) -> str:
     """The Colab address of the notebook ``path`` (relative to the repository's root)."""
-    return f"{COLAB}/{target.repo}/blob/{target.ref}/{path}"
+    return f"{COLAB}/{target.repo}/blob/{target.ref or 'main'}/{path}"
 
 
 def _badge(url: str) -> str:
@@ -146,26 +161,41 @@ def _git(folder: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def _is_repository(folder: Path) -> bool:
+    """Whether ``folder`` is the top of a git repository (not a folder inside another one)."""
+    top = _git(folder, "rev-parse", "--show-toplevel")
+    return top is not None and Path(top).resolve() == folder.resolve()
+
+
 def github_remote(folder: Path) -> str | None:
     """``owner/repo`` of the handout's ``origin`` remote where it is on GitHub, else None."""
+    if not _is_repository(folder):
+        return None
     url = _git(folder, "remote", "get-url", "origin")
     found = re.search(r"github\.com[:/]([^/]+/[^/]+?)(?:\.git)?/?$", url or "")
     return found.group(1) if found else None
 
 
-def resolve(folder: Path, target: ColabTarget) -> tuple[str, str | None]:
-    """``(commit, warning)``: REF as a commit of the handout's git repository (REF as given,
-    with a warning, where the handout is not a git repository or has no such ref)."""
-    commit = _git(folder, "rev-parse", "--verify", "--quiet", f"{target.ref}^{{commit}}")
+def resolve(folder: Path, target: ColabTarget) -> tuple[ColabTarget, str, str | None]:
+    """``(target, commit, warning)``: the target with its ref filled in (the repository's
+    current branch, else ``main``), and that ref as a commit of the handout's git repository
+    (the ref as given, with a warning, where the handout is not one or has no such ref)."""
+    repository = _is_repository(folder)
+    branch = _git(folder, "rev-parse", "--abbrev-ref", "HEAD") if repository else None
+    ref = target.ref or (branch if branch and branch != "HEAD" else "main")
+    target = ColabTarget(target.repo, ref)
+    commit = (_git(folder, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+              if repository else None)
     if commit is None:
-        return target.ref, (f"{folder} is not a git repository holding {target.ref!r}: the "
-                            f"notebooks install the course from {target.ref!r} as given (a "
-                            "commit pins best: a branch installs whatever it holds later)")
+        return target, ref, (f"{folder} is not a git repository holding {ref!r}: the notebooks "
+                             f"install the course from {ref!r} as given (a commit pins best: "
+                             "a branch installs whatever it holds when a notebook is opened)")
     on_remote = _git(folder, "branch", "--remotes", "--contains", commit)
     if not on_remote:
-        return commit, (f"commit {commit[:7]} is not on a remote branch yet: push it before "
-                        "students open the links, or Colab cannot install the course")
-    return commit, None
+        return target, commit, (f"commit {commit[:7]} is not on a remote branch yet: push it "
+                                "before students open the links, or Colab cannot install the "
+                                "course")
+    return target, commit, None
 
 
 def readme_section(target: ColabTarget, notebooks: Iterable[tuple[str, str]]) -> str:
@@ -189,8 +219,8 @@ the course into the runtime (about a minute); run the notebook from the top.
   these notebooks, run `course_utils.setup.keep_runs_on_drive()` right after the setup cell,
   and the models are kept on your Google Drive (`My Drive/day10-runs`). Without it, notebook 5
   and E10.3 say what is missing and train a smaller stand-in.
-- **Hand in from Colab**: *Runtime → Restart session and run all*, then *File → Download →
-  Download .ipynb*, and hand in that file as described under "Handing in".
+- **Hand in from Colab**: *Runtime → Restart session and run all*, then
+  *File → Download → Download .ipynb*, and hand in that file as described under "Handing in".
 
 """
 
@@ -207,7 +237,7 @@ def add_colab(handout: Path, target: ColabTarget, install_url: str | None = None
     if not notebooks or not (handout / "README.md").is_file():
         raise ColabError(f"{handout} is not a handout (no notebooks/, exercises/ or README.md); "
                          "make one with course-handout first")
-    commit, warning = resolve(handout, target)
+    target, commit, warning = resolve(handout, target)
     course = f"{install_url or 'git+https://github.com/' + target.repo}@{commit}"
     listed = []
     for path in notebooks:
@@ -226,3 +256,18 @@ def add_colab(handout: Path, target: ColabTarget, install_url: str | None = None
     at = readme.find("\n## ", readme.find("## Open the course")) + 1 or len(readme)
     (handout / "README.md").write_text(readme[:at] + section + readme[at:], encoding="utf-8")
     return [warning] if warning else []
+
+
+def write_links(handout: Path, text: str, install_url: str | None = None) -> int:
+    """``course-handout HANDOUT --colab TEXT``: :func:`add_colab` for the target ``TEXT``
+    (:func:`parse_target`), its warnings and errors printed; returns the exit status."""
+    try:
+        warnings = add_colab(handout, parse_target(text, handout), install_url)
+    except ColabError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    print(f"Wrote the 'Open in Colab' links into {handout}/README.md and its notebooks: commit "
+          "and push them.")
+    return 0

@@ -27,6 +27,8 @@ Command line (installed as ``course-handout``)::
     course-handout OUT --site           # with the course website in OUT/site (seconds)
     MULTI30K_DIR=/path/to/multi30k course-handout OUT --multi30k   # offline classroom
     course-handout OUT --hand-in "Upload each exercise notebook to the course page by Friday."
+    course-handout OUT --colab OWNER/REPO@REF   # "Open in Colab" links (tools/colab.py); on a
+                                                # published handout, --colab alone reads its remote
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import nbformat
 
 from course_utils import multi30k as dataset
 from course_utils.files import current_umask
+from course_utils.tools.colab import ColabError, is_handout, parse_target, write_links
 from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.exercises import build_all
 
@@ -97,10 +100,10 @@ def LEFT_OUT(folder: str, names: list[str]) -> set[str]:
 MIN_CHARS = 20
 DEFAULT_HAND_IN = (
     "Before you hand in, run the notebook from the top (*Kernel → Restart Kernel and Run All "
-    "Cells*): the grader runs it the same way, in a fresh kernel. Then hand in that one `.ipynb` "
-    "file per exercise, named with your student id (`alice.ipynb`), where your instructor "
-    "tells you."
-)
+    "Cells*; in Colab *Runtime → Restart session and run all*): the grader runs it the same way, "
+    "in a fresh kernel. Then hand in that one `.ipynb` file per exercise (from Colab: *File → "
+    "Download → Download .ipynb*), named with your student id (`alice.ipynb`), where your "
+    "instructor tells you.")
 
 
 class HandoutError(RuntimeError):
@@ -316,8 +319,8 @@ Trained models are saved under `runs/` beside the notebook that trains them.
 ## Working on an exercise
 
 Open it in `exercises/`, replace each `raise NotImplementedError` with your code and run the
-check cell under it: the check says what is wrong without giving the answer, and the last cell
-adds up your points. Write your written answers where the notebook says *Write your answer
+check cell under it: the check says what is wrong without giving the answer, and the score cell
+at the end adds up your points. Write your written answers where the notebook says *Write your answer
 here*; your instructor grades those.
 
 ## Handing in
@@ -454,13 +457,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="bundle the full Multi30k files (about 1.4 MB) for a classroom "
                              "without internet: from MULTI30K_DIR, else downloaded; each file "
                              "checked against its published SHA-256 sum")
+    parser.add_argument("--colab", nargs="?", const="", metavar="OWNER/REPO@REF",
+                        help="write an 'Open in Colab' link for every notebook (README and each "
+                             "notebook's first cell) and pin each setup cell's install to the "
+                             "commit REF names; OUT may be the handout, published as a git "
+                             "repository, whose GitHub remote and branch are the defaults")
+    parser.add_argument("--install-url", metavar="URL",
+                        help="with --colab: where Colab installs the course from (default "
+                             "git+https://github.com/OWNER/REPO)")
     parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.colab is not None and is_handout(args.out):  # links for a published handout
+        return write_links(args.out, args.colab, args.install_url)
+    try:
+        if args.colab is not None:
+            parse_target(args.colab)  # a malformed OWNER/REPO fails before anything is written
+    except ColabError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     try:
         out = make_handout(args.out, course=args.course, site=args.site, hand_in=args.hand_in,
                            multi30k=args.multi30k)
     except HandoutError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.colab is not None and write_links(out, args.colab, args.install_url):
         return 1
     counts = {name: len(list((out / name).glob("*.ipynb"))) for name in ("notebooks",
                                                                          "exercises")}
