@@ -63,20 +63,21 @@ def runtime() -> Runtime:
 
 
 def installed_from() -> str:
-    """Where the installed course comes from, in words: ``"commit 1a2b3c4 of
-    https://github.com/owner/repo"`` when pip installed it from git (the setup cell's
-    ``COURSE``), ``"this copy of the course"`` for an editable install (``course.py``,
-    Binder), else the installed version."""
+    """Where the installed course comes from, in words: ``"this copy of the course"`` when the
+    package is the course folder's own (an editable install: ``course.py``, Binder),
+    ``"commit 1a2b3c4 of https://github.com/owner/repo"`` when pip installed it from git (the
+    setup cell's ``COURSE``), else the installed version."""
+    package = Path(__file__).resolve().parent
+    if not {"site-packages", "dist-packages"} & set(package.parts):
+        return "this copy of the course"
     try:
         distribution = importlib.metadata.distribution(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
-        return "this folder (not installed: on the path)"
+        return "a copy without its install record"
     origin = json.loads(distribution.read_text("direct_url.json") or "{}")
     commit = origin.get("vcs_info", {}).get("commit_id")
     if commit:
         return f"commit {commit[:7]} of {origin.get('url', 'its repository')}"
-    if origin.get("dir_info", {}).get("editable"):
-        return "this copy of the course"
     return f"version {distribution.version}"
 
 

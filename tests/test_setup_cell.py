@@ -158,7 +158,7 @@ def published(made: Path, tmp_path: Path) -> tuple[Path, str]:
     folder = tmp_path / "handout"
     shutil.copytree(made, folder)
     bare = tmp_path / "bare.git"
-    git(tmp_path, "init", "-q", "--bare", str(bare))
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(bare))
     git(folder, "init", "-q", "-b", "main")
     git(folder, "add", "-A")
     git(folder, "-c", "user.name=T", "-c", "user.email=t@example.org", "commit", "-qm", "handout")

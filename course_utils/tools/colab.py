@@ -53,7 +53,7 @@ if importlib.util.find_spec("course_utils") is None:
         raise SystemExit("The course is not installed in this kernel: open the notebooks with "
                          "python3 course.py lab (it installs the course and its kernel).")
     print(f"Installing the course from {{COURSE}} (a minute) ...")
-    pip = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", COURSE],
+    pip = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-color", COURSE],
                          capture_output=True, text=True)
     if pip.returncode != 0:
         raise SystemExit(f"Installing the course failed ({{' '.join(pip.stderr.split())[-300:]}})"

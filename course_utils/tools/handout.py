@@ -319,9 +319,9 @@ Trained models are saved under `runs/` beside the notebook that trains them.
 ## Working on an exercise
 
 Open it in `exercises/`, replace each `raise NotImplementedError` with your code and run the
-check cell under it: the check says what is wrong without giving the answer, and the score cell
-at the end adds up your points. Write your written answers where the notebook says *Write your answer
-here*; your instructor grades those.
+check cell under it: the check says what is wrong without giving the answer, and the score
+cell at the end adds up your points. Write your written answers where the notebook says *Write
+your answer here*; your instructor grades those.
 
 ## Handing in
 
