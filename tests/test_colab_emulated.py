@@ -14,8 +14,8 @@ opened in a runtime that has only what Colab preinstalls, its setup cell install
 
 The notebooks run top to bottom: 1, 2, 3, E10.1, then E10.2 and E10.3 in two runtimes, each
 after ``keep_runs_on_drive()``, so that E10.3 finds E10.2's model on the emulated Drive. Then:
-pip reinstalled neither PyTorch nor NumPy, and installed no JupyterLab. About 3 to 4 minutes on
-the course's 2-core machine, most of it building the runtime; everything is in the test's
+pip reinstalled neither PyTorch nor NumPy, and installed no JupyterLab. About 5 minutes on
+the course's 2-core machine (about 80 s of it building the runtime); everything is in the test's
 temporary folders.
 """
 
