@@ -87,8 +87,17 @@ def installed(python: Path, env: dict, cwd: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def runtime(tmp_path_factory):
-    """``(base, python, commit, env)``: the published handout and the emulated runtime."""
+    """``(base, python, commit, env)``: the published handout and the emulated runtime, all
+    removed afterwards (the runtime alone is about 1 GB: pytest would keep it for three runs)."""
     base = tmp_path_factory.mktemp("colab")
+    try:
+        yield prepare(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def prepare(base: Path) -> tuple[Path, Path, str, dict]:
+    """Publish the handout and build the runtime in ``base``; see :func:`runtime`."""
     made = handout.make_handout(base / "handout")
     bare = base / "github" / "day10.git"
     git(base, "init", "-q", "--bare", "-b", "main", str(bare))
