@@ -9,7 +9,8 @@
     python3 course.py book    # build the course website (_build/book/html); --no-solutions
 
 Each creates a virtual environment in .venv on first use, installs the course into it
-(pip install -e .: what the notebooks need, nothing more) and registers its Jupyter kernel;
+(pip install -e ".[lab]": what the notebooks need and JupyterLab, nothing more) and registers
+its Jupyter kernel;
 later runs reinstall only when pyproject.toml has changed. ``test`` adds the ``test`` extra
 (pytest, nbval, the linters, the browser tests' tools) and, where it can, the ``book`` extra;
 ``book`` adds the ``book`` extra. On Linux without an NVIDIA GPU, PyTorch comes from its CPU
@@ -70,7 +71,8 @@ def install_torch(python: Path) -> None:
     """Before the course's own install: PyTorch's CPU build on Linux without an NVIDIA GPU.
 
     Elsewhere (a GPU, macOS, Windows) or when PyTorch is already there, nothing happens and
-    ``pip install -e .`` brings the default build. ``COURSE_TORCH_INDEX`` names another index.
+    ``pip install -e ".[lab]"`` brings the default build. ``COURSE_TORCH_INDEX`` names another
+    index.
     """
     if not sys.platform.startswith("linux") or nvidia_gpu_present():
         return
@@ -128,7 +130,8 @@ def ensure_environment(use_venv: bool, extras: tuple[str, ...] = (),
         print("Installing the course and its dependencies (first run takes a few minutes) ...")
         run(python, "-m", "pip", "install", "--upgrade", "pip")
         install_torch(python)
-        run(python, "-m", "pip", "install", "-e", str(ROOT))
+        # the lessons' own dependencies and the lab's (pyproject.toml's `lab` extra)
+        run(python, "-m", "pip", "install", "-e", f"{ROOT}[lab]")
         run(python, "-m", "course_utils.tools.kernel")
         stamp.parent.mkdir(parents=True, exist_ok=True)
         stamp.write_text(wanted + "\n")
@@ -261,11 +264,24 @@ def command_help(command: str) -> str:
                         "--no-venv: install into and use the current Python instead of .venv"])
 
 
+def usage() -> str:
+    """What ``python3 course.py`` alone prints: the commands, one line each."""
+    lines = ["usage: python3 course.py COMMAND [--no-venv] [OPTIONS ...]", "", "commands:"]
+    lines += [textwrap.fill(summary, 79, break_on_hyphens=False, initial_indent=f"  {name:7}",
+                            subsequent_indent=" " * 9) for name, (summary, _) in COMMANDS.items()]
+    lines += ["", "python3 course.py lab opens the course; python3 course.py COMMAND --help",
+              "says where a command's options go, without installing anything."]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     # --no-venv may stand anywhere; everything else after the command goes to jupyter / pytest.
     use_venv = "--no-venv" not in argv
     argv = [arg for arg in argv if arg != "--no-venv"]
+    if not argv:  # no command: what the commands are, one line each, and how to run one
+        print(usage())
+        return 2
     parser = argparse.ArgumentParser(
         prog="python3 course.py",
         description=__doc__.splitlines()[0],

@@ -27,6 +27,10 @@ Small modules, one idea each, in the order the day meets them:
 - :mod:`course_utils.explorer`: the interactive translation and attention explorer
 - :mod:`course_utils.checkpoints`: safe checkpoints, and the names of run folders and files
 - :mod:`course_utils.config`: ``COURSE_QUICK`` scale and device choice
+- :mod:`course_utils.precision`: mixed precision chosen for the card (bfloat16, or float16 with
+  loss scaling on a T4), and the device in words
+- :mod:`course_utils.setup`: what every notebook's setup cell calls: where it runs (Colab,
+  Kaggle, Binder, a machine of one's own), ``ready()``, ``keep_runs_on_drive()``
 - :mod:`course_utils.tensors`: tensor to NumPy, and an eval-mode context that restores the mode
 - :mod:`course_utils.files`: atomic writes (nothing half-written on failure)
 

@@ -22,10 +22,10 @@ of back-off) per file, and once a file could not be fetched the others are not t
 corrupted or truncated file in the cache is reported and downloaded again; one in a folder
 you provided is reported with what to do.
 
-:func:`load_sample_split` reads the small sample committed with the tests
-(``tests/data/multi30k-sample``: the first 1,500 training pairs and 100 of every other
-split; a student handout carries it as ``data/multi30k-sample``), which smoke-test runs
-(``COURSE_QUICK``) use instead of the full data. :func:`copy_dataset` writes a verified copy
+:func:`load_sample_split` reads the small sample that ships inside the package
+(``course_utils/multi30k_sample``: the first 1,500 training pairs and 100 of every other
+split, so it is there wherever the package is installed, Colab included), which smoke-test
+runs (``COURSE_QUICK``) use instead of the full data. :func:`copy_dataset` writes a verified copy
 of the full data into a folder (what ``course-handout --multi30k`` bundles).
 """
 
@@ -113,17 +113,14 @@ def cache_dir() -> Path:
 
 #: The folder that holds the ``course_utils`` package: a checkout of the course, or a handout.
 COURSE_FOLDER = Path(__file__).resolve().parents[1]
-#: Where a checkout keeps the sample, and where a student handout (which has no tests/) does.
-SAMPLE_FOLDERS = (Path("tests", "data", "multi30k-sample"), Path("data", "multi30k-sample"))
+#: The small sample, package data of ``course_utils`` (pyproject.toml's package-data).
+SAMPLE_FOLDER = Path(__file__).resolve().parent / "multi30k_sample"
 
 
 def sample_dir() -> Path:
-    """The small sample: ``tests/data/multi30k-sample`` in the course's repository,
-    ``data/multi30k-sample`` in a student handout (the first of them that holds it)."""
-    for folder in SAMPLE_FOLDERS:
-        if (COURSE_FOLDER / folder / "SHA256SUMS").is_file():
-            return COURSE_FOLDER / folder
-    return COURSE_FOLDER / SAMPLE_FOLDERS[0]
+    """The small sample: ``multi30k_sample/`` inside the package, in a checkout, a handout or
+    an installed copy alike."""
+    return SAMPLE_FOLDER
 
 
 def bundled_dir() -> Path:
@@ -338,10 +335,8 @@ def load_sample_split(split: str) -> list[tuple[str, str]]:
     folder = sample_dir()
     if not (folder / "SHA256SUMS").is_file():
         raise Multi30kError(
-            "the Multi30k sample is in none of "
-            + ", ".join(str(COURSE_FOLDER / f) for f in SAMPLE_FOLDERS)
-            + " (it ships with the course's tests and in a student handout). Run without "
-            "COURSE_QUICK to use the full data."
+            f"the Multi30k sample is not in {folder} (it ships inside the course_utils "
+            "package: reinstall the course). Run without COURSE_QUICK to use the full data."
         )
     return load_split(split, root=folder, checksums=read_checksums(folder / "SHA256SUMS"))
 

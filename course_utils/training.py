@@ -5,7 +5,8 @@
 task's :class:`RunConfig` (its name, :class:`course_utils.models.ModelSizes` and a
 :class:`TrainConfig`) is one. It trains on length-bucketed batches with Adam, a
 warm-up-then-cosine learning-rate schedule and gradient clipping; on CUDA it uses pinned
-memory and non-blocking copies, and bf16 autocast when asked (on CUDA or a CPU). After every
+memory and non-blocking copies, and mixed precision when asked (bfloat16 on a CPU and on
+recent GPUs, float16 with loss scaling on a T4: :mod:`course_utils.precision`). After every
 epoch it records validation loss, token accuracy and (unless asked not to) greedy exact-match
 accuracy in a :class:`History`, and at chosen epochs it keeps the attention of fixed examples,
 so notebooks can show attention emerging. Checkpoints are in :mod:`course_utils.checkpoints`.
@@ -17,7 +18,6 @@ import math
 import random
 import time
 from collections.abc import Callable, Sequence
-from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from course_utils.data import SORT_KEYS, Batch, Pair, Vocab, iterate_batches, ma
 from course_utils.decoding import greedy_decode_pairs
 from course_utils.metrics import exact_match
 from course_utils.models import ModelConfig, ModelSizes, Seq2Seq
+from course_utils.precision import Precision, choose_precision
 from course_utils.tensors import eval_mode, to_numpy
 
 __all__ = [
@@ -53,8 +54,10 @@ class TrainConfig:
     batch_size: int = 64  # sentence pairs per step, length-bucketed (course_utils.data)
     lr: float = 3e-3  # Adam's peak learning rate: warm-up over 5% of the steps, cosine to 5%
     clip: float = 1.0  # the gradients' largest total norm
-    # autocast the forward pass to bfloat16 on CUDA or a CPU (ignored elsewhere); the loss stays
-    # in float32. The GPU presets use it; on a CPU it needs native bf16 (config.cpu_bf16) to pay
+    # 16-bit mixed precision for the forward pass; the loss stays in float32. bfloat16 autocast
+    # on a CPU and on a GPU with bfloat16 tensor cores (A100, L4, H100); float16 autocast with
+    # loss scaling on older GPUs such as Colab's T4 (course_utils.precision); ignored elsewhere.
+    # The GPU presets use it; on a CPU it needs native bf16 (config.cpu_bf16) to pay
     bf16: bool = False
     # seeds dropout and each epoch's batch order (seed + epoch); the caller seeds the weights
     seed: int = 0
@@ -191,19 +194,24 @@ def _snapshot(
 
 def training_step(
     model: Seq2Seq, batch: Batch, optimizer: torch.optim.Optimizer, *, clip: float,
-    bf16: bool = False, skip_padding: bool = True,
+    bf16: bool = False, skip_padding: bool = True, precision: Precision | None = None,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> torch.Tensor:
     """One step of :func:`train` on ``batch`` (already on the model's device): the
-    teacher-forced forward pass (autocast to bfloat16 on CUDA or a CPU with ``bf16``), the mean
-    cross-entropy over the real target tokens (in float32), the backward pass, the gradients'
-    total norm clipped to ``clip``, and ``optimizer``'s step. Returns the loss, detached.
+    teacher-forced forward pass (in mixed precision with ``bf16``: see
+    :func:`course_utils.precision.choose_precision`), the mean cross-entropy over the real
+    target tokens (in float32), the backward pass, the gradients' total norm clipped to
+    ``clip``, and ``optimizer``'s step. Returns the loss, detached.
+
+    ``precision`` overrides what ``bf16`` chooses for the batch's device. Where it scales the
+    loss (float16), pass the run's ``scaler`` (:meth:`Precision.scaler`), which keeps its scale
+    from step to step; without one, the step makes its own.
 
     With ``skip_padding`` the output layer runs only at the real target positions (the same loss,
     less arithmetic); without, over every position, padding included, and the loss ignores
     padding. The benchmarks time this same step."""
-    device_type = batch.src.device.type
-    autocast = (torch.autocast(device_type, dtype=torch.bfloat16)
-                if bf16 and device_type in ("cuda", "cpu") else nullcontext())
+    precision = precision or choose_precision(batch.src.device, bf16)
+    autocast = precision.autocast()
     if skip_padding:
         real = batch.tgt_out != Vocab.pad_id  # the output layer runs only here
         with autocast:
@@ -214,6 +222,14 @@ def training_step(
             logits, _ = model(batch.src, batch.src_lengths, batch.tgt_in)
         loss = sequence_loss(logits, batch.tgt_out)
     optimizer.zero_grad(set_to_none=True)
+    if precision.scaled:  # float16: scale the loss, unscale the gradients before clipping
+        scaler = scaler or precision.scaler()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        scaler.step(optimizer)  # skipped when a gradient overflowed
+        scaler.update()
+        return loss.detach()
     loss.backward()
     torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
     optimizer.step()
@@ -271,6 +287,9 @@ def train(
     val_batches = make_batches(val_pairs, config.batch_size * 2, shuffle=False,
                                sort_by=config.bucket_by)
     history = History()
+    precision = choose_precision(device, config.bf16)
+    # float16 only: the loss scaler, which keeps its scale across the run's steps
+    scaler = precision.scaler() if precision.scaled else None
     if 0 in snapshot_epochs and snapshot_pairs:
         history.snapshots[0] = _snapshot(model, snapshot_pairs, device, config.batch_size)
 
@@ -284,8 +303,9 @@ def train(
         batches = make_batches(train_pairs, config.batch_size, seed=config.seed + epoch,
                                sort_by=config.bucket_by)
         for batch in iterate_batches(batches, device):
-            loss = training_step(model, batch, optimizer, clip=config.clip, bf16=config.bf16,
-                                 skip_padding=config.skip_padding)
+            loss = training_step(model, batch, optimizer, clip=config.clip,
+                                 skip_padding=config.skip_padding, precision=precision,
+                                 scaler=scaler)
             schedule.step()
             running += loss * len(batch)
             seen += len(batch)

@@ -46,6 +46,7 @@ from course_utils.config import scaled
 from course_utils.metrics import LENGTH_BUCKETS, BleuResult
 from course_utils.models import Seq2Seq, build_model
 from course_utils.multi30k import load_sample_split, load_split
+from course_utils.setup import runs_hint
 from course_utils.text import TranslationData, build_translation_data
 from course_utils.training import History, RunConfig, seed_everything, train
 
@@ -183,7 +184,7 @@ def find_or_train_attention_checkpoints(
           f"model ({small.epochs} epochs on {small.max_train:,} sentences), saved in "
           f"{display_path(MULTI30K_SMALL_RUN.path)}. Every cell runs with it, but its "
           f"alignments are too rough for the examples the text discusses (it shows no "
-          f"clear reordering or crossing): for those, run notebook 4 first.")
+          f"clear reordering or crossing): for those, run notebook 4 first.{runs_hint()}")
     paths = _complete(MULTI30K_SMALL_RUN.located(), small.epochs)
     if paths is not None:
         print("Found it from an earlier run.")
@@ -229,7 +230,7 @@ class ExerciseCheckpoint:
         return (f"Model analysed: {whose}, not yours. Your E10.2 model was not found at "
                 f"{display_path(self.looked_for)}. Every cell runs with this one, but your "
                 f"written answers must be about your own model: run E10.2 first (it saves "
-                f"your model there), then run this notebook again.")
+                f"your model there), then run this notebook again.{runs_hint()}")
 
 
 def find_or_train_exercise_checkpoint(

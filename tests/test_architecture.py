@@ -123,9 +123,11 @@ def test_every_module_reads_in_one_sitting(path):
 
 
 def test_a_student_listing_the_package_sees_the_lesson_first():
-    """``ls course_utils``: the day's modules and two folders, the checks and the tools."""
+    """``ls course_utils``: the day's modules and two folders, the checks and the tools, beside
+    the Multi30k sample (package data, no module)."""
     folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert folders == ["checks", "tools"]
+    assert folders == ["checks", "multi30k_sample", "tools"]
+    assert not list((PACKAGE / "multi30k_sample").glob("*.py"))
     for tool in ("grading", "sandbox", "memcg", "nbgrader", "book", "execute", "kernel",
                  "exercises"):
         assert not (PACKAGE / f"{tool}.py").exists(), f"{tool}.py belongs in course_utils/tools"

@@ -209,6 +209,32 @@ def test_help_answers_without_installing_anything(argv, capsys):
                 "book": "--no-solutions"}[command] in shown
 
 
+@pytest.mark.parametrize("argv", [[], ["--no-venv"]])
+def test_no_command_lists_the_commands_a_line_each(argv, capsys):
+    """``python3 course.py`` alone names every command with what it does, and calls nothing
+    required (argparse said "the following arguments are required: COMMAND, OPTIONS")."""
+    with mock.patch.object(course, "ensure_environment") as env:
+        assert course.main(argv) == 2
+    env.assert_not_called()
+    shown = capsys.readouterr()
+    lines = shown.out.splitlines()
+    for name, (summary, _) in course.COMMANDS.items():
+        assert any(line.startswith(f"  {name:7}{summary[:30]}") for line in lines), name
+    assert "required" not in shown.out + shown.err and "OPTIONS" not in shown.err
+
+
+def test_the_lab_and_its_tools_are_installed_with_the_course(tmp_path, monkeypatch):
+    """course.py installs the lessons' dependencies and the `lab` extra (JupyterLab, the
+    kernel, widgets, nbclient): the core alone is what Colab installs."""
+    monkeypatch.setenv("COURSE_VENV", str(tmp_path / "venv"))
+    monkeypatch.setattr(course.venv.EnvBuilder, "create", lambda self, folder: None)
+    with (mock.patch.object(course, "run") as run,
+          mock.patch.object(course, "install_torch")):
+        course.ensure_environment(use_venv=True)
+    assert ("-m", "pip", "install", "-e", f"{ROOT}[lab]") in [c.args[1:] for c in
+                                                               run.call_args_list]
+
+
 def test_setup_installs_and_says_so_and_takes_no_options(capsys):
     _, run = call(["setup"])
     assert run is None  # nothing is started

@@ -30,7 +30,7 @@ from course_utils.tools.exercises import render_exercise
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 HIDDEN = sorted((ROOT / "course_utils").rglob(handout.HIDDEN))  # the grader's answers
 CACHES = ("__pycache__", ".ipynb_checkpoints")
-SAMPLE = ROOT / "tests" / "data" / "multi30k-sample"
+SAMPLE = ROOT / "course_utils" / "multi30k_sample"
 FULL = os.environ.get("MULTI30K_DIR")
 needs_full_data = pytest.mark.skipif(not FULL, reason="set MULTI30K_DIR to a copy of Multi30k")
 
@@ -59,21 +59,18 @@ def written_answers() -> list[tuple[str, str]]:
 def test_the_handout_holds_what_students_need_and_nothing_else(made):
     assert {p.name for p in made.iterdir()} == {
         "README.md", "course.py", "pyproject.toml", "environment.yml", ".gitignore", "postBuild",
-        "notebooks", "exercises", "course_utils", "data", "docs"}
+        "notebooks", "exercises", "course_utils", "docs"}
     everything = [p.relative_to(made) for p in made.rglob("*")]
     for never in ("solutions", "tests", ".git", ".ci", "benchmarks", "runs", "checkpoints",
                   *CACHES):
         assert not [p for p in everything if never in p.parts], f"{never} is in the handout"
     assert not [p for p in everything if p.suffix in (".pt", ".pyc")]
     assert {p for p in everything if p.suffix == ".gz"} == {
-        Path("data", "multi30k-sample", p.name) for p in SAMPLE.glob("*.gz")}
+        Path("course_utils", "multi30k_sample", p.name) for p in SAMPLE.glob("*.gz")}
     assert files_under(made / "docs") == {"day_plan.md": (ROOT / "docs" / "day_plan.md")
                                           .read_bytes()}
-    # the sample, byte for byte, with its sums; no full data unless asked for
-    assert files_under(made / "data") == {"README.md": (made / "data" / "README.md").read_bytes(),
-                                          **{f"multi30k-sample/{p.name}": p.read_bytes()
-                                             for p in SAMPLE.iterdir()
-                                             if p.suffix == ".gz" or p.name == "SHA256SUMS"}}
+    # the sample, byte for byte, with its sums, in the package; no full data unless asked for
+    assert files_under(made / "course_utils" / "multi30k_sample") == files_under(SAMPLE)
     # the lecture notebooks as committed (outputs included), the package whole
     assert files_under(made / "notebooks") == {
         p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")} | {
@@ -479,7 +476,9 @@ def test_a_handout_published_as_a_repository_keeps_its_data(made, tmp_path):
     copy = tmp_path / "repo"
     shutil.copytree(made, copy)
     subprocess.run(["git", "init", "-q", str(copy)], check=True)
-    data = sorted(str(p.relative_to(copy)) for p in (copy / "data").rglob("*") if p.is_file())
+    data = sorted(str(p.relative_to(copy)) for p in (copy / handout.SAMPLE).rglob("*")
+                  if p.is_file())
+    assert len(data) == 14  # the sample, its sums and README
     ignored = subprocess.run(["git", "-C", str(copy), "check-ignore", *data],
                              capture_output=True, text=True)
     assert ignored.stdout == "", f"git ignores {ignored.stdout}"

@@ -162,12 +162,11 @@ def test_multi30k_dir_naming_a_file_or_nothing_says_so(tmp_path, monkeypatch):
         load_split("val")
 
 
-def course_folder(tmp_path, monkeypatch, *, bundled=True, sample_in_tests=False):
-    """A course folder at ``tmp_path/course``, as a handout has it: ``data/multi30k`` (here the
-    sample's files stand in for the full data) and ``data/multi30k-sample``."""
+def course_folder(tmp_path, monkeypatch, *, bundled=True):
+    """A course folder at ``tmp_path/course``, as a handout has it with ``--multi30k``:
+    ``data/multi30k`` (here the sample's files stand in for the full data)."""
     folder = tmp_path / "course"
-    sample = folder / ("tests/data" if sample_in_tests else "data") / "multi30k-sample"
-    shutil.copytree(SAMPLE, sample, ignore=shutil.ignore_patterns("*.py", "*.md"))
+    folder.mkdir(parents=True)
     if bundled:
         shutil.copytree(SAMPLE, folder / "data" / "multi30k",
                         ignore=shutil.ignore_patterns("*.py", "*.md"))
@@ -199,17 +198,22 @@ def test_a_damaged_bundled_copy_says_so_and_what_to_do(tmp_path, monkeypatch):
         ensure_files(SPLIT, checksums=SUMS, progress=False)
 
 
-def test_the_sample_is_found_in_a_checkout_and_in_a_handout(tmp_path, monkeypatch):
-    handout = course_folder(tmp_path, monkeypatch, bundled=False)
-    assert multi30k.sample_dir() == handout / "data" / "multi30k-sample"
+def test_the_sample_ships_inside_the_package(tmp_path, monkeypatch):
+    """The sample is package data: found beside the module wherever the package is installed
+    (a checkout, a handout, Colab's site-packages), and declared as package data."""
+    import tomllib
+
+    assert multi30k.sample_dir() == Path(multi30k.__file__).parent / "multi30k_sample"
     assert len(load_sample_split("val")) == 100
-    shutil.rmtree(handout / "data")
-    with pytest.raises(Multi30kError, match=r"sample is in none of .*tests/data/multi30k-sample"
-                                            r".*data/multi30k-sample"):
+    root = Path(multi30k.__file__).parents[1]
+    declared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["course_utils"]
+    shipped = {p.relative_to(multi30k.sample_dir().parent).as_posix()
+               for p in multi30k.sample_dir().iterdir()}
+    assert {name for name in shipped if any(Path(name).match(g) for g in declared)} == shipped
+    monkeypatch.setattr(multi30k, "SAMPLE_FOLDER", tmp_path / "nowhere")
+    with pytest.raises(Multi30kError, match=r"sample is not in .*nowhere .*reinstall the course"):
         load_sample_split("val")
-    checkout = course_folder(tmp_path / "checkout", monkeypatch, bundled=False,
-                             sample_in_tests=True)
-    assert multi30k.sample_dir() == checkout / "tests" / "data" / "multi30k-sample"
 
 
 def test_copy_dataset_copies_every_file_verified(tmp_path, monkeypatch):

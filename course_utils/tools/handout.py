@@ -6,10 +6,10 @@ notes. A handout holds only what students need::
     notebooks/        the lecture notebooks, as committed (no runs, no checkpoints)
     exercises/        the student versions, as course-exercises generates them (no outputs)
                       and the course's matplotlibrc (colour-blind-safe colours)
-    course_utils/     the package the notebooks import (no caches)
-    data/             the small Multi30k sample that smoke-scale runs read (COURSE_QUICK=1),
-                      and with --multi30k the full Multi30k files, checksums verified, which
-                      the notebooks then read instead of downloading them
+    course_utils/     the package the notebooks import (no caches), with the small Multi30k
+                      sample that smoke-scale runs read (COURSE_QUICK=1) as its package data
+    data/             with --multi30k: the full Multi30k files, checksums verified, which the
+                      notebooks then read instead of downloading them
     docs/day_plan.md  the day plan's figures per section, which the README's day plan cites
     course.py, pyproject.toml, environment.yml, .gitignore, and Binder's postBuild
     README.md         generated for students: what is here, how to open it, how to hand in
@@ -27,6 +27,8 @@ Command line (installed as ``course-handout``)::
     course-handout OUT --site           # with the course website in OUT/site (seconds)
     MULTI30K_DIR=/path/to/multi30k course-handout OUT --multi30k   # offline classroom
     course-handout OUT --hand-in "Upload each exercise notebook to the course page by Friday."
+    course-handout OUT --colab OWNER/REPO@REF   # "Open in Colab" links (tools/colab.py); on a
+                                                # published handout, --colab alone reads its remote
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ import nbformat
 
 from course_utils import multi30k as dataset
 from course_utils.files import current_umask
+from course_utils.tools.colab import ColabError, is_handout, parse_target, write_links
 from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.exercises import build_all
 
@@ -65,9 +68,8 @@ OPTIONAL_FILES = (".gitignore", "postBuild", "apt.txt", "runtime.txt", "start")
 EXERCISE_FILES = ("matplotlibrc",)
 #: Files of the course's documentation a handout carries (the README's day plan cites them).
 DOCS = ("docs/day_plan.md",)
-#: Where the course keeps the Multi30k sample, and where a handout carries it (and the full
-#: data with --multi30k); ``course_utils.multi30k`` looks in both.
-SAMPLE = Path("tests", "data", "multi30k-sample")
+#: Where a handout carries the full Multi30k data (--multi30k), which ``course_utils.multi30k``
+#: reads when it is there. (The small sample is package data: ``course_utils/multi30k_sample``.)
 DATA = Path("data")
 #: Appended to the handout's copy of ``.gitignore`` (which ignores ``data/`` and ``*.gz``), so
 #: that a handout published as a repository keeps its data.
@@ -81,16 +83,27 @@ COPIED = ("notebooks", "exercises", "course_utils", "solutions")
 #: Nor the grader's answers (``course_utils/checks/hidden_*.py``): a handout's checks run the
 #: examples whose answers are written out, and the grader, run from the course, adds the rest.
 HIDDEN = "hidden_*.py"
-LEFT_OUT = shutil.ignore_patterns("runs", "checkpoints", "*.pt", "*.gz", "__pycache__",
-                                  "*.py[cod]", ".ipynb_checkpoints", "*.egg-info", HIDDEN)
+_LEFT_OUT = shutil.ignore_patterns("runs", "checkpoints", "*.pt", "*.gz", "__pycache__",
+                                   "*.py[cod]", ".ipynb_checkpoints", "*.egg-info", HIDDEN)
+#: The package's Multi30k sample, whose ``.gz`` files are copied all the same.
+SAMPLE = Path("course_utils", "multi30k_sample")
+
+
+def LEFT_OUT(folder: str, names: list[str]) -> set[str]:
+    """What :func:`shutil.copytree` leaves out of a folder of the course (see ``_LEFT_OUT``),
+    but for the package's Multi30k sample."""
+    left_out = _LEFT_OUT(folder, names)
+    if Path(folder).name == SAMPLE.name:
+        left_out = {name for name in left_out if not name.endswith(".gz")}
+    return left_out
 #: Solution lines shorter than this (``return fig``, ``continue``) are not searched for.
 MIN_CHARS = 20
 DEFAULT_HAND_IN = (
     "Before you hand in, run the notebook from the top (*Kernel → Restart Kernel and Run All "
-    "Cells*): the grader runs it the same way, in a fresh kernel. Then hand in that one `.ipynb` "
-    "file per exercise, named with your student id (`alice.ipynb`), where your instructor "
-    "tells you."
-)
+    "Cells*; in Colab *Runtime → Restart session and run all*): the grader runs it the same way, "
+    "in a fresh kernel. Then hand in that one `.ipynb` file per exercise (from Colab: *File → "
+    "Download → Download .ipynb*), named with your student id (`alice.ipynb`), where your "
+    "instructor tells you.")
 
 
 class HandoutError(RuntimeError):
@@ -227,8 +240,8 @@ def day_plan_section(readme: str, handout: Path) -> str:
 def data_paragraph(handout: Path) -> str:
     """What the handout's README says about Multi30k: bundled (no download) or downloaded."""
     quick = ("`COURSE_QUICK=1 python3 course.py lab` runs every notebook at smoke-test scale "
-             f"on the small sample in `{DATA.as_posix()}/multi30k-sample/` instead (for trying "
-             "things out; its numbers mean nothing).")
+             f"on the small sample in `{SAMPLE.as_posix()}/` instead (for trying things out; "
+             "its numbers mean nothing).")
     if (handout / DATA / "multi30k").is_dir():
         text = ("Notebook 4, E10.2 and E10.3 translate Multi30k (Elliott et al., 2016). Its "
                 f"files are in `{DATA.as_posix()}/multi30k/`, checked against their published "
@@ -241,6 +254,14 @@ def data_paragraph(handout: Path) -> str:
                 "folder. Without internet, set `MULTI30K_DIR` to a folder that holds them. "
                 + quick)
     return textwrap.fill(text, 96, break_on_hyphens=False, break_long_words=False)
+
+
+def data_where(handout: Path) -> str:
+    """Where the handout keeps Multi30k, in a sentence for its README's list of what is here."""
+    if (handout / DATA / "multi30k").is_dir():
+        return "`data/` holds the Multi30k data described above."
+    return ("The package carries the small Multi30k sample (`course_utils/multi30k_sample/`); "
+            "the full data is downloaded as described above.")
 
 
 def student_readme(handout: Path, title: str, hand_in: str = DEFAULT_HAND_IN,
@@ -291,16 +312,16 @@ Your exercises, in `exercises/`:
 
 `course_utils/` is the package the notebooks import: the day's library (what you build in the
 notebooks, made fast and tested) and the checks that your exercises call. `course.py`,
-`pyproject.toml` and `environment.yml` install it. `data/` holds the Multi30k data described
-above, and [`docs/day_plan.md`](docs/day_plan.md) the day plan's times section by section.
+`pyproject.toml` and `environment.yml` install it. {data_where(handout)}
+[`docs/day_plan.md`](docs/day_plan.md) holds the day plan's times section by section.
 Trained models are saved under `runs/` beside the notebook that trains them.
 
 ## Working on an exercise
 
 Open it in `exercises/`, replace each `raise NotImplementedError` with your code and run the
-check cell under it: the check says what is wrong without giving the answer, and the last cell
-adds up your points. Write your written answers where the notebook says *Write your answer
-here*; your instructor grades those.
+check cell under it: the check says what is wrong without giving the answer, and the score
+cell at the end adds up your points. Write your written answers where the notebook says *Write
+your answer here*; your instructor grades those.
 
 ## Handing in
 
@@ -325,37 +346,34 @@ def _prepare(out: Path, course: Path) -> None:
 
 
 def _add_data(work: Path, course: Path, full: bool) -> None:
-    """The Multi30k sample into ``work/data``, and with ``full`` the full data, verified."""
-    sample = course / SAMPLE
-    if not (sample / "SHA256SUMS").is_file():
-        raise HandoutError(f"no Multi30k sample in {sample}: smoke-scale runs (COURSE_QUICK=1) "
-                           "read it; make the handout from a checkout of the course")
-    (work / DATA / "multi30k-sample").mkdir(parents=True)
-    for path in sorted(sample.iterdir()):
-        if path.name == "SHA256SUMS" or path.name.endswith(".gz"):
-            shutil.copy2(path, work / DATA / "multi30k-sample" / path.name)
-    copy = work / DATA / "multi30k-sample"
+    """Check the package's Multi30k sample in ``work``; with ``full``, the full data into
+    ``work/data``, verified."""
+    copy = work / SAMPLE
+    if not (copy / "SHA256SUMS").is_file():
+        raise HandoutError(f"no Multi30k sample in {course / SAMPLE}: smoke-scale runs "
+                           "(COURSE_QUICK=1) read it; make the handout from a checkout of the "
+                           "course")
     try:
         sums = dataset.read_checksums(copy / "SHA256SUMS")
         for split in dataset.SPLITS:  # every file there, and matching its sum
             dataset.ensure_files(split, copy, checksums=sums, progress=False)
     except dataset.Multi30kError as error:
-        raise HandoutError(f"the Multi30k sample in {sample} is not whole: {error}") from error
-    if full:
-        try:
-            dataset.copy_dataset(work / DATA / "multi30k")
-        except dataset.Multi30kError as error:
-            raise HandoutError(f"the full Multi30k data could not be bundled: {error}") from error
+        raise HandoutError(f"the Multi30k sample in {course / SAMPLE} is not whole: "
+                           f"{error}") from error
+    if not full:
+        return
+    try:
+        dataset.copy_dataset(work / DATA / "multi30k")
+    except dataset.Multi30kError as error:
+        raise HandoutError(f"the full Multi30k data could not be bundled: {error}") from error
     (work / DATA / "README.md").write_text(
         "# Multi30k, English-German (task 1)\n\n"
         "The data of notebook 4, E10.2 and E10.3: Elliott, Frank, Sima'an & Specia, \"Multi30K: "
         "Multilingual English-German Image Descriptions\", Proceedings of the 5th Workshop on "
         "Vision and Language (2016), doi:10.18653/v1/W16-3210, from the dataset's repository "
         "(`multi30k/dataset`, `data/task1/raw/`), whose terms of use apply.\n\n"
-        "- `multi30k-sample/`: the first 1,500 training pairs and 100 of every other split, "
-        "which smoke-scale runs (`COURSE_QUICK=1`) read.\n"
-        + ("- `multi30k/`: the full files, byte for byte as published (`SHA256SUMS`); the "
-           "notebooks read them from here instead of downloading them.\n" if full else ""),
+        "- `multi30k/`: the full files, byte for byte as published (`SHA256SUMS`); the "
+        "notebooks read them from here instead of downloading them.\n",
         encoding="utf-8")
 
 
@@ -439,13 +457,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="bundle the full Multi30k files (about 1.4 MB) for a classroom "
                              "without internet: from MULTI30K_DIR, else downloaded; each file "
                              "checked against its published SHA-256 sum")
+    parser.add_argument("--colab", nargs="?", const="", metavar="OWNER/REPO@REF",
+                        help="write an 'Open in Colab' link for every notebook (README and each "
+                             "notebook's first cell) and pin each setup cell's install to the "
+                             "commit REF names; OUT may be the handout, published as a git "
+                             "repository, whose GitHub remote and branch are the defaults")
+    parser.add_argument("--install-url", metavar="URL",
+                        help="with --colab: where Colab installs the course from (default "
+                             "git+https://github.com/OWNER/REPO)")
     parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.colab is not None and is_handout(args.out):  # links for a published handout
+        return write_links(args.out, args.colab, args.install_url)
+    try:
+        if args.colab is not None:
+            parse_target(args.colab)  # a malformed OWNER/REPO fails before anything is written
+    except ColabError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
     try:
         out = make_handout(args.out, course=args.course, site=args.site, hand_in=args.hand_in,
                            multi30k=args.multi30k)
     except HandoutError as error:
         print(f"error: {error}", file=sys.stderr)
+        return 1
+    if args.colab is not None and write_links(out, args.colab, args.install_url):
         return 1
     counts = {name: len(list((out / name).glob("*.ipynb"))) for name in ("notebooks",
                                                                          "exercises")}

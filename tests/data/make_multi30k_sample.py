@@ -1,6 +1,7 @@
-"""Rebuild this sample from a full copy of Multi30k (task 1, raw):
+"""Rebuild the Multi30k sample (``course_utils/multi30k_sample/``) from a full copy of
+Multi30k (task 1, raw):
 
-    python tests/data/multi30k-sample/make_sample.py /path/to/multi30k
+    python tests/data/make_multi30k_sample.py /path/to/multi30k
 
 Keeps the first 1,500 sentence pairs of ``train`` and the first 100 of every other split,
 gzipped like the originals (UTF-8, one sentence per line) but with a fixed timestamp, so the
@@ -12,7 +13,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[2] / "course_utils" / "multi30k_sample"
 SIZES = {"train": 1500, "val": 100, "test_2016_flickr": 100, "test_2017_flickr": 100,
          "test_2017_mscoco": 100, "test_2018_flickr": 100}
 
