@@ -158,6 +158,19 @@ def test_missing_or_wrong_kind_of_function_is_reported_not_raised():
     assert checks.EXERCISE.grade({})[0].points == 0
 
 
+@pytest.mark.parametrize("check, student, expected", [
+    (checks.check_energies, lambda *a: {"e": 1}, "must return numbers; got a dict"),
+    (checks.check_softmax, lambda e, mask: "abc", "must return numbers; got a str"),
+    (checks.check_softmax, lambda e, mask: [[1], [1, 2]], "must return numbers; got a list"),
+    (checks.check_context, lambda w, H: [[1], [1, 2]], "must return numbers; got a list"),
+    (checks.check_most_attended, lambda w: "3", "as integers (an int array); got str"),
+    (checks.check_winner, lambda *a: [[1], [1, 2]], "as integers (an int array); got list"),
+])
+def test_bad_return_types_are_reported_not_raised(check, student, expected):
+    result = check(student)
+    assert result.points == 0 and expected in result.message, result.message
+
+
 # ------------------------------------------------------------------- Part 1: energies
 
 

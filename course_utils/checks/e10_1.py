@@ -237,9 +237,13 @@ def _survives(softmax: Callable, energies: np.ndarray) -> bool:
     mask = np.ones(energies.shape, dtype=bool)
     with np.errstate(all="ignore"):
         try:
-            got = np.asarray(softmax(energies.copy(), mask.copy()), dtype=float)
+            answer = softmax(energies.copy(), mask.copy())
         except (OverflowError, FloatingPointError, ZeroDivisionError):
             return False
+    try:
+        got = np.asarray(answer, dtype=float)
+    except (TypeError, ValueError):
+        return False
     return bool(got.shape == energies.shape and np.all(np.isfinite(got))
                 and close(got, per_sentence_weights(energies, mask)))
 
@@ -325,7 +329,7 @@ def _positions(answer: object, batch: int, src_len: int, what: str, where: str =
     except (TypeError, ValueError):
         array = np.asarray(None)
     if array.dtype.kind not in "iu":
-        kind = type(answer).__name__ if array.dtype.kind == "O" else str(array.dtype)
+        kind = type(answer).__name__ if array.dtype.kind in "OSU" else str(array.dtype)
         raise CheckFailed(f"{what} must return positions as integers (an int array); got "
                           f"{kind}{where}")
     if array.shape != (batch,):
@@ -429,7 +433,8 @@ def check_winner(winner: Callable) -> str:
             got += _positions(answer, batch, src_len, "winner", f" on {where}").tolist()
         except CheckFailed as error:  # named below if an earlier answer explains it
             failed = error
-            if index and answer is not None and np.array_equal(np.asarray(answer), got[:1]):
+            if index and _shape_of(answer) == (1,) and np.array_equal(np.asarray(answer),
+                                                                       got[:1]):
                 failed = CheckFailed(f"{error.message}: it gives E10.1's answer whatever it is "
                                      "given. Does it use its arguments, or the notebook's "
                                      "`s0`, `h`, `W_s`, `W_h`, `v`?")
