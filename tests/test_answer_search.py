@@ -114,6 +114,7 @@ def test_a_short_part_is_searched_by_its_statements_and_generic_ones_are_not():
     assert not telling(statement_tokens("c = weights @ h")[0])
     assert not telling(statement_tokens("return x.sum()")[0])
     assert not telling(statement_tokens("query[:, None] + keys")[0])
+    assert not telling(statement_tokens("e = scores(s, h, W_s, W_h, v)")[0])
     assert telling(statement_tokens("return np.exp(x)")[0])
     assert statement_tokens("return w.argmax(axis=1) + 1") == statement_tokens(
         "best = weights.argmax(axis=1) + 1")

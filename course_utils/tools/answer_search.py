@@ -182,18 +182,17 @@ def _expression(statement: list[str]) -> list[str]:
 
 def _telling(expression: list[str]) -> bool:
     """Whether a short part's statement says enough to be its answer: at least
-    :data:`MIN_STATEMENT_TOKENS` tokens, one of them a call or an attribute.
+    :data:`MIN_STATEMENT_TOKENS` tokens, one of them a name the normalisation keeps (a function,
+    method or attribute of NumPy, PyTorch or Python: ``np.exp``, ``.argmax``, ``len``).
 
-    An expression of local names and operators alone (``weights @ h``, ``query + keys``) is
-    what any NumPy code writes: found in a notebook, it says nothing about an answer (and a
-    part whose answer is only that cannot be kept from the lecture by a search; it has to ask
-    for another form). What identifies an answer is what it calls, with which axis: under six
-    tokens even those are idioms (``x.sum()``, ``a @ b.T``), from six on they are a choice
-    (``np.exp(x)`` is six, ``weights.argmax(axis=1) + 1`` ten)."""
-    names = [i for i, t in enumerate(expression) if t == "_" or t.isidentifier()]
-    calls = any(i + 1 < len(expression) and expression[i + 1] == "(" for i in names)
-    attributes = any(expression[i - 1] == "." for i in names if i)
-    return len(expression) >= MIN_STATEMENT_TOKENS and (calls or attributes)
+    An expression of local names and operators alone (``weights @ h``, ``query + keys``), or a
+    call of a local function (``f(a, b, c)``), is what any code writes: found in a notebook, it
+    says nothing about an answer (and a part whose answer is only that cannot be kept from the
+    lecture by a search; it has to ask for another form). What identifies an answer is what it
+    calls, with which axis: under six tokens even those are idioms (``x.sum()``, ``a @ b.T``),
+    from six on they are a choice (``np.exp(x)`` is six, ``weights.argmax(axis=1) + 1`` ten)."""
+    named = any(t != "_" and t.isidentifier() and not keyword.iskeyword(t) for t in expression)
+    return len(expression) >= MIN_STATEMENT_TOKENS and named
 
 
 def statement_tokens(source: str) -> list[list[str]]:
