@@ -8,8 +8,9 @@ from course_utils.checks.e10_1 import INPUTS
 
 
 def e10_1():
+    """E10.1's inputs are a batch of one sentence; the reference takes that sentence."""
     return additive_attention(
-        INPUTS["decoder_state"], INPUTS["encoder_states"], INPUTS["W_s"], INPUTS["W_h"],
+        INPUTS["decoder_states"][0], INPUTS["encoder_states"][0], INPUTS["W_s"], INPUTS["W_h"],
         INPUTS["v"],
     )
 

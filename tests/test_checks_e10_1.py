@@ -1,5 +1,5 @@
 """E10.1 checks: full marks for the solution, zero for the untouched exercise, and a useful,
-answer-free message for each common mistake."""
+answer-free message for each common mistake of the batched, padded form."""
 
 import importlib
 import sys
@@ -7,7 +7,7 @@ import sys
 import nbformat
 import numpy as np
 import pytest
-from helpers import ROOT, notebook_functions
+from helpers import ROOT, judged_by_grader, notebook_functions
 from nbclient import NotebookClient
 
 import course_utils
@@ -16,6 +16,7 @@ from course_utils.attention import additive_attention as reference_attention
 from course_utils.attention import softmax as sm
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_1 as checks
+from course_utils.checks.probes import run_seed
 
 SOLUTION = ROOT / "solutions" / "E10.1-attention-by-hand.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.1-attention-by-hand.ipynb"
@@ -29,12 +30,22 @@ def assert_no_answer(message: str) -> None:
     assert not leaked, f"message gives away {leaked}: {message}"
 
 
+SOLVED = notebook_functions(SOLUTION)
+
+
 def test_solution_scores_full_marks():
-    results = checks.EXERCISE.grade(notebook_functions(SOLUTION))
+    results = checks.EXERCISE.grade(SOLVED)
     assert [r.name for r in results] == ["energies", "softmax", "context", "most_attended",
                                          "winner"]
     assert all(r.passed for r in results), results
     assert sum(r.points for r in results) == checks.EXERCISE.auto_points == 8
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_solution_scores_full_marks_on_fresh_inputs_judged_by_the_grader(seed):
+    for check in checks.EXERCISE.checks.values():
+        result = judged_by_grader(check, SOLVED[check.target], seed=seed)
+        assert result.passed, result
 
 
 def test_untouched_exercise_scores_zero_with_not_implemented():
@@ -118,16 +129,16 @@ def test_try_run_returns_the_result_or_explains_in_one_line(capsys):
     assert checks.try_run(lambda e: e * 2, 3) == 6
     assert capsys.readouterr().out == ""
 
-    def compute_energies(s, H, W_s, W_h, v):
+    def compute_energies(S, H, W_s, W_h, v):
         raise NotImplementedError
 
     assert checks.try_run(compute_energies, 1, 2, 3, 4, 5) is None
     assert "`compute_energies` is not written yet" in capsys.readouterr().out
 
-    def softmax(energies):
+    def softmax(energies, mask):
         return energies
 
-    assert checks.try_run(softmax, None) is None
+    assert checks.try_run(softmax, None, None) is None
     assert "its argument `energies` is None" in capsys.readouterr().out
 
     def compute_context(weights, encoder_states):
@@ -147,54 +158,98 @@ def test_missing_or_wrong_kind_of_function_is_reported_not_raised():
     assert checks.EXERCISE.grade({})[0].points == 0
 
 
-def no_tanh(s, H, W_s, W_h, v):
-    return (W_s @ s + H @ W_h.T) @ v
+@pytest.mark.parametrize("check, student, expected", [
+    (checks.check_energies, lambda *a: {"e": 1}, "must return numbers; got a dict"),
+    (checks.check_softmax, lambda e, mask: "abc", "must return numbers; got a str"),
+    (checks.check_softmax, lambda e, mask: [[1], [1, 2]], "must return numbers; got a list"),
+    (checks.check_context, lambda w, H: [[1], [1, 2]], "must return numbers; got a list"),
+    (checks.check_most_attended, lambda w: "3", "as integers (an int array); got str"),
+    (checks.check_winner, lambda *a: [[1], [1, 2]], "as integers (an int array); got list"),
+])
+def test_bad_return_types_are_reported_not_raised(check, student, expected):
+    result = check(student)
+    assert result.points == 0 and expected in result.message, result.message
 
 
-def swapped_matrices(s, H, W_s, W_h, v):
-    return np.tanh(W_h @ s + H @ W_s.T) @ v
+# ------------------------------------------------------------------- Part 1: energies
 
 
-def hard_coded(s, H, W_s, W_h, v):
-    return np.tanh(np.array([[1.5, 0.5], [0.5, 1.5], [1.5, 1.5]])) @ np.ones(2)
+def queries(S, W_s):  # (B, 1, attn_dim): the right queries, for the mistakes below
+    return (S @ W_s.T)[:, None, :]
 
 
-def energies_as_column(s, H, W_s, W_h, v):
-    return (np.tanh(W_s @ s + H @ W_h.T) @ v)[:, None]
+def no_tanh(S, H, W_s, W_h, v):
+    return (queries(S, W_s) + H @ W_h.T) @ v
 
 
-def no_return(s, H, W_s, W_h, v):
-    np.tanh(W_s @ s + H @ W_h.T) @ v
+def swapped_matrices(S, H, W_s, W_h, v):
+    return np.tanh((S @ W_h.T)[:, None, :] + H @ W_s.T) @ v
 
 
-def no_v(s, H, W_s, W_h, v):
-    return np.tanh(W_s @ s + H @ W_h.T).sum(axis=1)
+def hard_coded(S, H, W_s, W_h, v):
+    return np.tanh(np.array([[[1.5, 0.5], [0.5, 1.5], [1.5, 1.5]]])) @ np.ones(2)
 
 
-def v_inside_tanh(s, H, W_s, W_h, v):
-    return np.tanh(v * (W_s @ s + H @ W_h.T)).sum(axis=1)
+def energies_with_an_extra_axis(S, H, W_s, W_h, v):
+    return (np.tanh(queries(S, W_s) + H @ W_h.T) @ v)[..., None]
 
 
-def v_dot_inside_tanh(s, H, W_s, W_h, v):
-    return np.tanh((W_s @ s + H @ W_h.T) @ v)
+def no_return(S, H, W_s, W_h, v):
+    np.tanh(queries(S, W_s) + H @ W_h.T) @ v
 
 
-def missing_transpose(s, H, W_s, W_h, v):
+def no_v(S, H, W_s, W_h, v):
+    return np.tanh(queries(S, W_s) + H @ W_h.T).sum(axis=2)
+
+
+def v_inside_tanh(S, H, W_s, W_h, v):
+    return np.tanh(v * (queries(S, W_s) + H @ W_h.T)).sum(axis=2)
+
+
+def v_dot_inside_tanh(S, H, W_s, W_h, v):
+    return np.tanh((queries(S, W_s) + H @ W_h.T) @ v)
+
+
+def missing_transpose(S, H, W_s, W_h, v):
     keys = H @ W_h
-    return np.tanh(W_s @ s + keys) @ v
+    return np.tanh(queries(S, W_s) + keys) @ v
 
 
-def projections_left_out(s, H, W_s, W_h, v):
-    return np.tanh(s + H) @ v
+def projections_left_out(S, H, W_s, W_h, v):
+    return np.tanh(S[:, None, :] + H) @ v
 
 
-def W_h_left_out(s, H, W_s, W_h, v):
-    return np.tanh(W_s @ s + H) @ v
+def W_s_left_out(S, H, W_s, W_h, v):
+    return np.tanh(S[:, None, :] + H @ W_h.T) @ v
 
 
-def wrong_product(s, H, W_s, W_h, v):
-    keys = W_h @ H  # fits no inputs: (attn_dim, enc_dim) @ (src_len, enc_dim)
-    return np.tanh(W_s @ s + keys.T) @ v
+def W_h_left_out(S, H, W_s, W_h, v):
+    return np.tanh(queries(S, W_s) + H) @ v
+
+
+def query_as_s_transpose_W_s(S, H, W_s, W_h, v):
+    return np.tanh((S @ W_s)[:, None, :] + H @ W_h.T) @ v
+
+
+def weights_not_energies(S, H, W_s, W_h, v):
+    exps = np.exp(np.tanh(queries(S, W_s) + H @ W_h.T) @ v)
+    return exps / exps.sum(axis=1, keepdims=True)
+
+
+def query_not_broadcast(S, H, W_s, W_h, v):  # right for a batch of one, as E10.1's
+    return np.tanh(S @ W_s.T + H @ W_h.T) @ v
+
+
+def keys_on_the_wrong_axis(S, H, W_s, W_h, v):
+    return np.tanh(queries(S, W_s) + W_h @ H) @ v
+
+
+def queries_on_the_wrong_axis(S, H, W_s, W_h, v):
+    return np.tanh((W_s @ S)[:, None, :] + H @ W_h.T) @ v
+
+
+def first_sentence_for_all(S, H, W_s, W_h, v):
+    return np.tanh((W_s @ S[0])[None, None, :] + H @ W_h.T) @ v
 
 
 @pytest.mark.parametrize(
@@ -202,8 +257,10 @@ def wrong_product(s, H, W_s, W_h, v):
     [
         (no_tanh, 0, "the tanh is missing"),
         (swapped_matrices, 0, "W_s and W_h are swapped"),
-        (hard_coded, 1, "is something specific to E10.1 built in?"),
-        (energies_as_column, 0, "must return shape (3,) (one energy per encoder state); got (3, 1)"),
+        (hard_coded, 1, "is something specific to E10.1 (a batch of one, 2 dimensions) built in?"),
+        (first_sentence_for_all, 1, "sentences 2, 3 of 3 are off: is something specific to E10.1"),
+        (energies_with_an_extra_axis, 0, "must return shape (1, 3) (one energy per sentence and "
+                                         "position); got (1, 3, 1)"),
         (no_return, 0, "returned None: did you forget `return`?"),
         (no_v, 0, "v is not used"),
     ],
@@ -211,7 +268,7 @@ def wrong_product(s, H, W_s, W_h, v):
 def test_energy_mistakes_get_a_hint_and_partial_points(student, points, expected):
     result = checks.check_energies(student)
     assert result.points == points
-    assert expected in result.message
+    assert expected in result.message, result.message
     assert_no_answer(result.message)
 
 
@@ -222,154 +279,274 @@ def test_energy_mistakes_get_a_hint_and_partial_points(student, points, expected
         (v_dot_inside_tanh, "v is inside the tanh"),
         (missing_transpose, "`encoder_states @ W_h` needs a transpose"),
         (projections_left_out, "the projections are left out"),
+        (W_s_left_out, "W_s is left out"),
         (W_h_left_out, "W_h is left out"),
+        (query_as_s_transpose_W_s, "the query is s^T W_s"),
+        (weights_not_energies, "these are weights, not energies"),
+        (query_not_broadcast, "the queries are not broadcast over the positions"),
+        (keys_on_the_wrong_axis, "the keys are projected along the wrong axis"),
+        (queries_on_the_wrong_axis, "the queries are projected along the wrong axis"),
     ],
 )
 def test_named_mistakes_get_no_points_and_their_hint(student, expected):
     result = checks.check_energies(student)
     assert result.points == 0, result
-    assert expected in result.message
+    assert expected in result.message, result.message
     assert_no_answer(result.message)
+
+
+def test_a_query_not_broadcast_is_right_for_one_sentence_and_named_on_a_batch():
+    """The batch's own mistake: E10.1's batch of one hides it, a batch of three raises, and
+    the message says why, not NumPy's "operands could not be broadcast"."""
+    inputs = checks._args(checks.INPUTS)
+    np.testing.assert_allclose(query_not_broadcast(*inputs), SOLVED["compute_energies"](*inputs))
+    message = checks.check_energies(query_not_broadcast).message
+    assert message.startswith("right on E10.1, but on a padded batch of 3 sentences")
+    assert "(B, 1, attn_dim)" in message and "could not be broadcast" not in message
 
 
 def test_missing_transpose_is_explained_with_the_shapes_not_numpys_error():
     message = checks.check_energies(missing_transpose).message
-    assert "encoder_states is (src_len, enc_dim) = (6, 5)" in message
+    assert "encoder_states is (B, T_x, enc_dim) = (3, 6, 5)" in message
     assert "W_h is (attn_dim, enc_dim) = (4, 5)" in message
-    assert "encoder_states @ W_h.T" in message
     assert "gufunc" not in message and "mismatch" not in message
 
 
+def keys_the_check_cannot_name(S, H, W_s, W_h, v):
+    keys = W_h @ H.T  # fits no batch: (attn_dim, enc_dim) @ (enc_dim, T_x, B)
+    return np.tanh(queries(S, W_s) + keys) @ v
+
+
 def test_a_shape_error_the_check_cannot_name_lists_the_shapes_and_the_line():
-    result = checks.check_energies(wrong_product)
+    result = checks.check_energies(keys_the_check_cannot_name)
     assert result.points == 0
     assert "on the E10.1 inputs the shapes do not fit together" in result.message
-    assert "at `keys = W_h @ H" in result.message
-    assert "encoder_states (3, 2)" in result.message and "encoder_states @ W_h.T" in result.message
+    assert "at `keys = W_h @ H.T" in result.message
+    assert "encoder_states (1, 3, 2)" in result.message
+    assert "the keys W_h h_bj are (B, T_x, attn_dim) = (1, 3, 2)" in result.message
     assert "gufunc" not in result.message
 
 
-def naive_softmax(e):
-    return np.exp(e) / np.exp(e).sum()
+def test_energies_are_computed_at_padded_positions_too():
+    """The mask is the softmax's job: compute_energies has no mask, and the check expects an
+    energy wherever there is a state, padding included (it holds numbers too)."""
+    general = checks._general_inputs()
+    assert not general["mask"].all() and general["mask"].any(axis=1).all()
+    assert np.all(general["encoder_states"][~general["mask"]] != 0)
+    assert checks.check_energies(SOLVED["compute_energies"]).passed
 
 
-def min_shifted_softmax(e):
-    exps = np.exp(e - e.min())
-    return exps / exps.sum()
+# -------------------------------------------------------------------- Part 2: softmax
 
 
-def mean_shifted_softmax(e):
-    exps = np.exp(e - e.mean())
-    return exps / exps.sum()
+def no_shift(e, mask):
+    exps = np.exp(np.where(mask, e, -np.inf))
+    return exps / exps.sum(axis=1, keepdims=True)
 
 
-def unnormalised(e):
-    return np.exp(e - e.max())
+def min_shifted(e, mask):
+    exps = np.exp(e - np.where(mask, e, np.inf).min(axis=1, keepdims=True)) * mask
+    return exps / exps.sum(axis=1, keepdims=True)
 
 
-def test_softmax_that_overflows_gets_partial_points_and_the_shift_hint():
-    result = checks.check_softmax(naive_softmax)
-    assert result.points == 1 and "Subtract the largest energy" in result.message
-    assert "energies near 1000, [1000, 1001, 1002], exp() overflows" in result.message
+def mean_shifted(e, mask):
+    exps = np.exp(e - e.mean(axis=1, keepdims=True)) * mask
+    return exps / exps.sum(axis=1, keepdims=True)
+
+
+def one_shift_for_the_batch(e, mask):
+    scores = np.where(mask, e, -np.inf)
+    exps = np.exp(scores - scores.max())
+    return exps / exps.sum(axis=1, keepdims=True)
+
+
+def over_the_columns(e, mask):
+    scores = np.where(mask, e, -np.inf)
+    exps = np.exp(scores - scores.max(axis=0, keepdims=True))
+    return exps / exps.sum(axis=0, keepdims=True)
+
+
+def mask_ignored(e, mask):
+    exps = np.exp(e - e.max(axis=1, keepdims=True))
+    return exps / exps.sum(axis=1, keepdims=True)
+
+
+def mask_after_the_softmax(e, mask):
+    return mask_ignored(e, mask) * mask
+
+
+def mask_inverted(e, mask):
+    return SOLVED["softmax"](e, ~mask)
+
+
+def padding_set_to_zero(e, mask):
+    return mask_ignored(np.where(mask, e, 0.0), mask)
+
+
+def unnormalised(e, mask):
+    scores = np.where(mask, e, -np.inf)
+    return np.exp(scores - scores.max(axis=1, keepdims=True))
+
+
+def padding_a_large_negative_number(e, mask):  # exp(-1e9 - max) is exactly 0: right
+    scores = np.where(mask, e, -1e9)
+    exps = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return exps / exps.sum(axis=1, keepdims=True)
 
 
 @pytest.mark.parametrize("student, case", [
-    (min_shifted_softmax, "[0, 1000]"),
-    (mean_shifted_softmax, "[-1500, 0, 1500]"),
+    (no_shift, "on energies near 1000, [1000, 1001, 1002], exp() overflows"),
+    (min_shifted, "on energies far apart, [0, 1000], exp() still overflows"),
+    (mean_shifted, "on energies far apart, [-1500, 0, 1500], exp() still overflows"),
+    (one_shift_for_the_batch, "one shift for the whole batch is not enough"),
 ])
-def test_softmax_shifted_by_the_wrong_energy_fails_the_stability_check(student, case):
-    result = checks.check_softmax(student)
+def test_a_softmax_that_overflows_or_underflows_keeps_one_point_and_gets_the_shift_hint(
+        student, case):
+    with np.errstate(all="ignore"):
+        result = checks.check_softmax(student)
     assert result.points == 1 and not result.passed
-    assert f"on energies far apart, {case}, exp() still overflows" in result.message
-    assert "Subtract the largest energy" in result.message
+    assert case in result.message, result.message
+    assert "Subtract each sentence's largest energy" in result.message
 
 
-def test_stable_softmax_gives_finite_weights_on_every_extreme_case():
-    def stable(e):
-        exps = np.exp(e - e.max())
-        return exps / exps.sum()
-
-    assert checks.check_softmax(stable).passed
-    for energies, _ in checks._EXTREME_ENERGIES:  # each case must sink the naive softmax
-        assert not checks._survives(naive_softmax, energies)
-
-
-def test_softmax_that_does_not_sum_to_one_is_told_so():
-    result = checks.check_softmax(unnormalised)
-    assert result.points == 0 and "not 1: divide by the sum" in result.message
+@pytest.mark.parametrize("student, hint", [
+    (over_the_columns, "the softmax runs over the wrong axis"),
+    (mask_ignored, "padded positions get weight: the mask is not applied"),
+    (mask_after_the_softmax, "the mask is applied after the softmax"),
+    (mask_inverted, "the mask is the wrong way round"),
+    (padding_set_to_zero, "the padding's energies are set to 0"),
+    (unnormalised, "not 1: divide each sentence's exponentials by their own sum"),
+])
+def test_softmax_mistakes_with_the_mask_or_the_axis_are_named_and_earn_nothing(student, hint):
+    with np.errstate(all="ignore"):
+        result = checks.check_softmax(student)
+    assert result.points == 0 and hint in result.message, result.message
     assert_no_answer(result.message)
+
+
+def test_padding_gets_exactly_zero_weight_and_rows_sum_to_one():
+    energies = np.array([[1.0, 2.0, 3.0], [5.0, 4.0, 1000.0]])
+    mask = np.array([[True, True, True], [True, True, False]])
+    weights = SOLVED["softmax"](energies, mask)
+    assert weights[1, 2] == 0.0
+    np.testing.assert_allclose(weights.sum(axis=1), 1.0)
+    assert checks.check_softmax(padding_a_large_negative_number).passed
+
+
+def test_stable_softmax_passes_and_every_extreme_case_sinks_the_naive_one():
+    assert checks.check_softmax(SOLVED["softmax"]).passed
+    with np.errstate(all="ignore"):
+        for energies, _ in checks.EXTREME_ENERGIES:
+            assert not checks._survives(no_shift, energies)
+        assert checks._survives(one_shift_for_the_batch, checks.EXTREME_ENERGIES[0][0])
+
+
+# -------------------------------------------------------------------- Part 3: context
 
 
 @pytest.mark.parametrize(
     "student, expected",
     [
-        (lambda w, H: H.mean(axis=0), "plain average"),
-        (lambda w, H: H.sum(axis=0), "unweighted sum"),
-        (lambda w, H: H @ np.ones(H.shape[1]), "must return shape (2,)"),
-        (lambda w, H: w @ H + 0.1, "c_1, c_2 are off"),
+        (lambda w, H: H.mean(axis=1), "plain average"),
+        (lambda w, H: H.sum(axis=1), "unweighted sum"),
+        (lambda w, H: w @ H, "returns shape (1, 1, 2): `weights @ encoder_states` multiplies"),
+        (lambda w, H: (w[:, :, None] * H).sum(axis=2), "the sum ran over the states' entries"),
+        (lambda w, H: (w[:, :, None] * H).sum(axis=0), "the sum ran over the sentences"),
+        (lambda w, H: np.ones((len(w), 7)), "must return shape (1, 2)"),
+        (lambda w, H: (w[:, :, None] * H).sum(axis=1) + 0.1, "c_1 is off: c_b = sum_j"),
     ],
 )
 def test_context_mistakes_are_named(student, expected):
     result = checks.check_context(student)
-    assert result.points == 0 and expected in result.message
+    assert result.points == 0 and expected in result.message, result.message
     assert_no_answer(result.message)
 
 
-def test_zero_based_index_is_recognised():
-    result = checks.check_most_attended(lambda w: int(np.argmax(w)))
-    assert result.points == 0 and "0-based" in result.message
+def test_a_plain_average_that_includes_padding_is_named_on_the_padded_batch():
+    def average_of_every_position(w, H):
+        return H.mean(axis=1) if len(w) > 1 else (w[:, :, None] * H).sum(axis=1)
+
+    result = checks.check_context(average_of_every_position)
+    assert result.points == 0 and "padding included" in result.message, result.message
 
 
-def test_most_attended_must_be_an_int():
-    result = checks.check_most_attended(lambda w: np.argmax(w) + 1.0)
-    assert result.points == 0 and "as an int; got float" in result.message
+# --------------------------------------------------------------- Part 4a: most_attended
+
+
+@pytest.mark.parametrize("student, expected", [
+    (lambda w: w.argmax(axis=1), "0-based"),
+    (lambda w: int(np.argmax(w)) + 1, "got a single int on the E10.1 inputs: np.argmax "
+                                      "without axis= reads the whole batch"),
+    (lambda w: w.argmax(axis=0) + 1, "the arg max ran down each column, over the sentences"),
+    (lambda w: w.argmax(axis=1) + 1.0, "as integers (an int array); got float64"),
+    (lambda w: np.full(len(w), w.shape[1]), "is a padded (or missing) position"),
+])
+def test_most_attended_mistakes_are_named(student, expected):
+    result = checks.check_most_attended(student)
+    assert result.points == 0 and expected in result.message, result.message
+
+
+def test_an_arg_max_over_the_sentences_is_named_where_the_shape_cannot_tell():
+    def by_column_where_square(w):
+        return w.argmax(axis=0) + 1 if w.shape[0] == w.shape[1] else w.argmax(axis=1) + 1
+
+    result = checks.check_most_attended(by_column_where_square)
+    assert result.points == 0 and "down each column, over the sentences" in result.message
+
+
+def test_most_attended_may_return_a_list_of_ints():
+    assert checks.check_most_attended(lambda w: [int(np.argmax(r)) + 1 for r in w]).passed
 
 
 # ------------------------------------------------------- the student's own work, in NumPy
 
 
-def softmax_via_alias(e):
-    return sm(e)
+def softmax_via_alias(e, mask):
+    return np.stack([sm(row) for row in e])
 
 
-def softmax_via_module(e):
-    return A.softmax(e)
+def softmax_via_module(e, mask):
+    return A.softmax(np.where(mask, e, -np.inf), axis=1)
 
 
-def softmax_via_package(e):
-    return course_utils.softmax(e)
+def softmax_via_package(e, mask):
+    return course_utils.softmax(np.where(mask, e, -np.inf), axis=1)
 
 
 def my_helper(e):
-    return sm(e)
+    return sm(e, axis=1)
 
 
-def softmax_via_helper(e):
-    return my_helper(e)
+def softmax_via_helper(e, mask):
+    return my_helper(np.where(mask, e, -np.inf))
 
 
-def softmax_via_import_module(e):  # no course_utils name in sight: caught while it runs
-    return importlib.import_module("course_utils.attention").softmax(e)
+def softmax_via_import_module(e, mask):  # no course_utils name in sight: caught while it runs
+    return importlib.import_module("course_utils.attention").softmax(
+        np.where(mask, e, -np.inf), axis=1)
 
 
-def softmax_with_a_branch_never_taken(e):  # caught by reading the code
+def softmax_with_a_branch_never_taken(e, mask):  # caught by reading the code
     if e.size > 10_000:
         return sm(e)
-    exps = np.exp(e - e.max())
-    return exps / exps.sum()
+    return SOLVED["softmax"](e, mask)
 
 
-def energies_via_reference(s, H, W_s, W_h, v):
-    return reference_attention(s, H, W_s, W_h, v).energies
+def energies_via_reference(S, H, W_s, W_h, v):
+    return np.stack([reference_attention(s, h, W_s, W_h, v).energies for s, h in zip(S, H)])
 
 
-def energies_via_lambda(s, H, W_s, W_h, v):
-    attend = lambda: A.additive_attention(s, H, W_s, W_h, v)  # noqa: E731
-    return attend().energies
+def energies_via_lambda(S, H, W_s, W_h, v):
+    attend = lambda s, h: A.additive_attention(s, h, W_s, W_h, v)  # noqa: E731
+    return np.stack([attend(s, h).energies for s, h in zip(S, H)])
+
+
+def energies_via_the_checks_own_loop(S, H, W_s, W_h, v):
+    return checks.per_sentence_energies(S, H, W_s, W_h, v)
 
 
 def context_via_reference(weights, H):
-    return H.T @ sm(np.log(weights))
+    return np.einsum("bj,bjd->bd", sm(np.log(weights), axis=1), H)
 
 
 @pytest.mark.parametrize(
@@ -388,6 +565,7 @@ def context_via_reference(weights, H):
         (checks.check_energies, energies_via_reference, "uses `reference_attention`, which is "
                                                         "`course_utils.attention.additive_attention`"),
         (checks.check_energies, energies_via_lambda, "uses `A`"),
+        (checks.check_energies, energies_via_the_checks_own_loop, "`course_utils.checks.e10_1"),
         (checks.check_context, context_via_reference, "uses `sm`"),
     ],
 )
@@ -395,7 +573,7 @@ def test_calling_the_course_reference_earns_nothing_and_says_write_it_in_numpy(c
                                                                               uses):
     result = check(student)
     assert result.points == 0
-    assert uses in result.message
+    assert uses in result.message, result.message
     assert "Write it yourself with NumPy" in result.message
 
 
@@ -405,7 +583,7 @@ def test_watching_for_the_reference_restores_everything_even_when_the_student_ra
     def profiler(frame, event, arg):
         events.append(event)
 
-    def cheat_then_crash(e):
+    def cheat_then_crash(e, mask):
         importlib.import_module("course_utils.attention").softmax(e)
         raise RuntimeError("boom")
 
@@ -419,22 +597,31 @@ def test_watching_for_the_reference_restores_everything_even_when_the_student_ra
     assert restored is profiler and events  # the profiler that was there kept running
     assert result.points == 0 and "calls `course_utils.attention.softmax`" in result.message
     assert A.softmax is original and course_utils.softmax is original
-    assert checks.check_softmax(min_shifted_softmax).points == 1  # and the checks still work
+    assert checks.check_softmax(min_shifted).points == 1  # and the checks still work
 
 
 def test_a_crash_in_student_code_is_reported():
-    result = checks.check_softmax(lambda e: 1 / 0)
+    result = checks.check_softmax(lambda e, mask: 1 / 0)
     assert result.points == 0
     assert "`softmax` raised ZeroDivisionError" in result.message
 
 
 def test_inputs_are_not_modified_by_students():
-    def vandal(s, H, W_s, W_h, v):
+    def vandal(S, H, W_s, W_h, v):
         H[:] = 0
+        S[:] = 0
         raise NotImplementedError
 
+    def mask_vandal(e, mask):
+        mask[:] = False
+        e[:] = 0
+        return SOLVED["softmax"](e + 1, ~mask)
+
     checks.check_energies(vandal)
-    np.testing.assert_array_equal(checks.INPUTS["encoder_states"], [[1, 0], [0, 1], [1, 1]])
+    checks.check_softmax(mask_vandal)
+    np.testing.assert_array_equal(checks.INPUTS["encoder_states"], [[[1, 0], [0, 1], [1, 1]]])
+    np.testing.assert_array_equal(checks.INPUTS["decoder_states"], [[0.5, 0.5]])
+    assert checks.INPUTS["mask"].all()
 
 
 def test_exercise_registry_and_points():
@@ -465,6 +652,15 @@ def test_the_prediction_is_asked_before_the_winner_is_computed():
     assert where["predict"] < where["winner"] < where["computed"] < where["why"]
 
 
+def test_the_course_pages_numbers_are_a_batch_of_one():
+    """E10.1's inputs, a batch of one sentence, give the course page's e_1j, alpha_1j, c_1."""
+    (s,), (H,) = checks.INPUTS["decoder_states"], checks.INPUTS["encoder_states"]
+    assert s.tolist() == [0.5, 0.5] and H.tolist() == [[1, 0], [0, 1], [1, 1]]
+    energies = SOLVED["compute_energies"](*checks._args(checks.INPUTS))
+    np.testing.assert_allclose(energies, [reference_attention(s, H, np.eye(2), np.eye(2),
+                                                              np.ones(2)).energies])
+
+
 # ------------------------------------------------------ E10.1's answers are the student's
 
 
@@ -475,7 +671,9 @@ def test_notebook_1_works_its_own_example_not_e10_1():
     notebook = nbformat.read(NOTEBOOK_1, as_version=4)
     text = "\n".join(c.source + (cell_text(c) if c.cell_type == "code" else "")
                      for c in notebook.cells)
-    e10_1 = reference_attention(*checks._args(checks.INPUTS))
+    e10_1 = reference_attention(checks.INPUTS["decoder_states"][0],
+                                checks.INPUTS["encoder_states"][0], np.eye(2), np.eye(2),
+                                np.ones(2))
     answers = [f"{x:.4f}" for x in (*e10_1.energies, *e10_1.weights, *e10_1.context)]
     leaked = [number for number in answers if number in text]
     assert not leaked, f"notebook 1 shows E10.1's answers: {leaked}"
@@ -487,7 +685,7 @@ def test_most_attended_through_the_alignment_module_earns_nothing():
     from course_utils.alignment import hard_alignment
 
     def most_attended(weights):
-        return int(hard_alignment(np.atleast_2d(weights))[0]) + 1
+        return hard_alignment(weights) + 1
 
     result = checks.check_most_attended(most_attended)
     assert result.points == 0 and "course_utils.alignment" in result.message, result.message
@@ -500,33 +698,40 @@ def test_h3_wins_for_every_query_when_the_projections_are_the_identity_and_v_is_
     """The worked answer's claim: each energy is sum_k tanh(s_k + h_jk), increasing in every
     coordinate of the key, and h_3 = [1, 1] is at least h_1 and h_2 everywhere."""
     rng = np.random.default_rng(0)
-    H, eye, v = checks.INPUTS["encoder_states"], np.eye(2), checks.INPUTS["v"]
-    for query in [checks.SECOND_QUERY, *rng.normal(scale=3.0, size=(500, 2))]:
+    (H,), eye, v = checks.INPUTS["encoder_states"], np.eye(2), checks.INPUTS["v"]
+    second_query = checks.SECOND_QUERY[0]
+    for query in [second_query, *rng.normal(scale=3.0, size=(500, 2))]:
         energies = reference_attention(query, H, eye, eye, v).energies
         assert energies.argmax() == 2 and energies[2] > energies[:2].max()
-    second = reference_attention(checks.SECOND_QUERY, H, eye, eye, v).energies
+    second = reference_attention(second_query, H, eye, eye, v).energies
     np.testing.assert_allclose(second, [0.443, 0.924, 1.367], atol=1e-3)
-    assert H[0] @ checks.SECOND_QUERY > H[1] @ checks.SECOND_QUERY  # h_1 is more alike...
+    assert H[0] @ second_query > H[1] @ second_query  # h_1 is more alike...
     assert second[1] > second[0]  # ...and h_2 wins over it
 
 
-def right_winner(s, H, W_s, W_h, v):
-    return int(np.argmax(np.tanh(W_s @ s + H @ W_h.T) @ v)) + 1
+def right_winner(S, H, W_s, W_h, v, mask):
+    energies = np.where(mask, np.tanh(queries(S, W_s) + H @ W_h.T) @ v, -np.inf)
+    return energies.argmax(axis=1) + 1
+
+
+def winner_of(energies_of):
+    def winner(S, H, W_s, W_h, v, mask):
+        return np.where(mask, energies_of(S, H, W_s, W_h, v), -np.inf).argmax(axis=1) + 1
+    return winner
 
 
 @pytest.mark.parametrize("student, hint", [
-    (lambda s, H, W_s, W_h, v: right_winner(s, H, W_s, W_h, v) - 1, "0-based"),
-    (lambda s, H, W_s, W_h, v: int(np.argmin(np.tanh(W_s @ s + H @ W_h.T) @ v)) + 1,
+    (lambda *a: right_winner(*a) - 1, "0-based"),
+    (lambda *a: np.where(a[5], SOLVED["compute_energies"](*a[:5]), np.inf).argmin(axis=1) + 1,
      "smallest energy"),
-    (lambda s, H, W_s, W_h, v: 3, "E10.1's answer whatever it is given"),
-    (lambda s, H, W_s, W_h, v: right_winner(checks.INPUTS["decoder_state"],
-                                            *checks._args(checks.INPUTS)[1:]),
-     "does it use its arguments"),
-    (lambda s, H, W_s, W_h, v: int(np.argmax(H.sum(axis=1))) + 1, "largest sum of entries"),
-    (lambda s, H, W_s, W_h, v: int(np.argmax(np.tanh(s + H) @ v)) + 1,
-     "the projections are left out"),
-    (lambda s, H, W_s, W_h, v: int(np.argmax(np.tanh(W_s @ s + H @ W_h.T).sum(axis=1))) + 1,
-     "v is not used"),
+    (lambda S, *a: np.full(len(S), 3), "E10.1's answer whatever it is given"),
+    (lambda S, H, W_s, W_h, v, mask: right_winner(*checks._args(checks.INPUTS, mask=True))
+     .repeat(len(S)), "does it use its arguments"),
+    (winner_of(lambda S, H, W_s, W_h, v: H.sum(axis=2)), "largest sum of entries"),
+    (winner_of(projections_left_out), "the projections are left out"),
+    (winner_of(no_v), "v is not used"),
+    (lambda S, H, W_s, W_h, v, mask: (np.tanh(queries(S, W_s) + H @ W_h.T) @ v).argmax(axis=1)
+     + 1, "some winners are padded positions"),
 ])
 def test_winner_mistakes_are_named_and_earn_nothing(student, hint):
     result = checks.check_winner(student)
@@ -534,40 +739,31 @@ def test_winner_mistakes_are_named_and_earn_nothing(student, hint):
     assert_no_answer(result.message)
 
 
-def test_winner_is_right_for_any_query_and_must_be_an_int():
+def test_winner_is_right_for_any_query_and_must_return_ints():
     assert checks.check_winner(right_winner).passed
-    result = checks.check_winner(lambda *args: float(right_winner(*args)))
-    assert result.points == 0 and "as an int; got float" in result.message
-    result = checks.check_winner(lambda s, H, W_s, W_h, v: right_winner(s, H, W_s, W_h, v)
-                                 % len(H) + 1)  # the next position: no mistake we can name
+    result = checks.check_winner(lambda *args: right_winner(*args) + 0.0)
+    assert result.points == 0 and "as integers (an int array); got float64" in result.message
+    result = checks.check_winner(lambda *args: right_winner(*args) % args[1].shape[1] + 1)
     assert result.points == 0 and "does not have the largest weight" in result.message
 
 
 def test_winner_is_judged_on_fresh_queries_under_the_grader():
-    from helpers import judged_by_grader
-
-    from course_utils.checks.probes import run_seed
-
     check = checks.EXERCISE.checks["winner"]
     assert judged_by_grader(check, right_winner, seed=7).passed
-    assert judged_by_grader(check, lambda s, H, W_s, W_h, v: 3, seed=7).points == 0
+    assert judged_by_grader(check, lambda S, *a: np.full(len(S), 3), seed=7).points == 0
     with run_seed(1):
         first = checks._winner_cases()
     with run_seed(2):
         second = checks._winner_cases()
     assert not np.array_equal(first[-1][1]["W_s"], second[-1][1]["W_s"])
+    assert all(not inputs["mask"].all() for _, inputs in first[3:])  # padded batches
 
 
 def test_winners_that_two_mistakes_explain_name_both():
     """tanh is monotone, so e_j without it and tanh(v^T ...) always share their winners: the
     hint names both rather than one by chance."""
-    from helpers import judged_by_grader
-
-    def tanh_missing(s, H, W_s, W_h, v):
-        return int(np.argmax((W_s @ s + H @ W_h.T) @ v)) + 1
-
     check = checks.EXERCISE.checks["winner"]
-    results = [judged_by_grader(check, tanh_missing, seed=seed) for seed in range(6)]
+    results = [judged_by_grader(check, winner_of(no_tanh), seed=seed) for seed in range(6)]
     # without the tanh the largest energy is often, not always, elsewhere: most runs catch it
     failed = [r for r in results if not r.passed]
     assert len(failed) >= 4, [r.message for r in results]

@@ -53,7 +53,7 @@ SUBMISSIONS = {
     "prints_megabytes": lambda: with_cell("print('x' * 20_000_000)"),
     "deleted_and_reordered": deleted_and_reordered,
     "renamed": lambda: edited("def compute_energies(", "def my_energies("),
-    "wrong_types": lambda: edited("return np.tanh(query + keys) @ v ", "return 'abc' "),
+    "wrong_types": lambda: edited("return np.tanh(query[:, None, :] + keys) @ v ", "return 'abc' "),
     "shows_its_environment": lambda: with_cell(
         "import os\nraise RuntimeError('scale ' + os.environ.get('COURSE_QUICK', '-') + ' runs '"
         " + os.environ.get('COURSE_RUNS_DIR', '-'))"),

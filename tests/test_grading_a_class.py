@@ -36,8 +36,8 @@ def edited(old: str, new: str) -> nbformat.NotebookNode:
     return notebook
 
 
-UNSTABLE = ("shifted = energies - np.max(energies)", "shifted = energies")
-FROM_ZERO = ("return int(np.argmax(weights)) + 1", "return int(np.argmax(weights))")
+UNSTABLE = ("exps = np.exp(scores - scores.max(axis=1, keepdims=True))", "exps = np.exp(scores)")
+FROM_ZERO = ("return weights.argmax(axis=1) + 1", "return weights.argmax(axis=1)")
 UNTRANSPOSED = ("keys = encoder_states @ W_h.T", "keys = encoder_states @ W_h")
 
 CLASS = {

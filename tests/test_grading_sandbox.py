@@ -254,12 +254,12 @@ def test_a_function_that_hangs_only_under_its_check_costs_that_part_only(tmp_pat
     # input of three or more (every case of winner's check has at least three keys)
     hang = nbformat.read(SOLUTION, as_version=4)
     hang.cells.append(new_code_cell("_softmax = softmax\n"
-                                    "def softmax(energies):\n"
+                                    "def softmax(energies, mask):\n"
                                     "    import numpy as np\n"
                                     "    if np.asarray(energies).size >= 3:\n"
                                     "        while True:\n"
                                     "            pass\n"
-                                    "    return _softmax(energies)\n"))
+                                    "    return _softmax(energies, mask)\n"))
     hang.cells.append(new_code_cell("import sys\nsys.exit(0)"))  # SystemExit at the end too
     nbformat.write(hang, subs / "hangs.ipynb")
     limits = calibrated_limits(cell_seconds=10, total_seconds=120)
@@ -304,15 +304,15 @@ def test_the_grader_judges_raw_results_on_fresh_inputs():
 
     from course_utils.checks import get_exercise
 
-    def compute_energies(s, H, W_s, W_h, v):
-        return np.tanh(W_s @ s + H @ W_h.T) @ v
+    def compute_energies(S, H, W_s, W_h, v):
+        return np.tanh((S @ W_s.T)[:, None, :] + H @ W_h.T) @ v
 
     check = get_exercise("E10.1").checks["energies"]
     raw = json.loads(json.dumps(check.probe(compute_energies, 12345)))
     assert "points" not in raw  # the kernel sends results, not a verdict
     assert check.judge(raw, 12345).points == 3
     assert check.judge(raw, 54321).points == 0  # results for other inputs are worth nothing
-    raw["calls"][1]["result"]["v"][0] += 1  # one forged number on the fresh inputs
+    raw["calls"][1]["result"]["v"][0][0] += 1  # one forged number on the fresh inputs
     assert check.judge(raw, 12345).points == 1
     raw["calls"][0]["result"] = {"t": "array", "kind": "float", "shape": [3], "v": ["1", 2, 3]}
     assert check.judge(raw, 12345).points == 0
@@ -334,10 +334,10 @@ FORGERIES = {
         "np.allclose = lambda *a, **k: True\n"
         "np.isclose = lambda a, b, *r, **k: np.ones(np.shape(a), dtype=bool)\n"
         "np.array_equal = lambda *a, **k: True\n"
-        "def compute_energies(s, H, W_s, W_h, v): return np.zeros(len(H))\n"
-        "def softmax(e): return np.full(len(e), 1 / len(e))\n"
-        "def compute_context(w, H): return H.mean(axis=0)\n"
-        "def most_attended(w): return 1\n"),
+        "def compute_energies(S, H, W_s, W_h, v): return np.zeros(H.shape[:2])\n"
+        "def softmax(e, mask): return np.full(e.shape, 1 / e.shape[1])\n"
+        "def compute_context(w, H): return H.mean(axis=1)\n"
+        "def most_attended(w): return np.ones(len(w), dtype=int)\n"),
     "reads_the_checks_frames": (
         "import sys, numpy as np\n"
         "def _expected(default):\n"
@@ -347,16 +347,21 @@ FORGERIES = {
         "            return frame.f_locals['expected']\n"
         "        frame = frame.f_back\n"
         "    return default\n"
-        "def compute_energies(s, H, W_s, W_h, v): return _expected(np.zeros(len(H)))\n"
-        "def softmax(e): return _expected(np.zeros(len(e)))\n"
-        "def compute_context(w, H): return _expected(np.zeros(H.shape[1]))\n"
-        "def most_attended(w): return _expected(0)\n"),
-    "lying_int": (
-        "class Liar(int):\n"
-        "    def __eq__(self, other): return False\n"
-        "    def __ne__(self, other): return False\n"
-        "    __hash__ = int.__hash__\n"
-        "def most_attended(w): return Liar(0)\n"),
+        "def compute_energies(S, H, W_s, W_h, v): return _expected(np.zeros(H.shape[:2]))\n"
+        "def softmax(e, mask): return _expected(np.zeros(e.shape))\n"
+        "def compute_context(w, H): return _expected(np.zeros((len(H), H.shape[2])))\n"
+        "def most_attended(w): return _expected(np.zeros(len(w), dtype=int))\n"),
+    "lazy_result": (  # read as numbers only once the check has computed its answer
+        "import sys\n"
+        "class Lazy:\n"
+        "    def detach(self): return self\n"
+        "    def cpu(self): return self\n"
+        "    def numpy(self):\n"
+        "        frame = sys._getframe(1)\n"
+        "        while frame is not None and 'expected' not in frame.f_locals:\n"
+        "            frame = frame.f_back\n"
+        "        return frame.f_locals['expected'] if frame is not None else 0.0\n"
+        "def compute_energies(S, H, W_s, W_h, v): return Lazy()\n"),
 }
 
 
@@ -370,10 +375,10 @@ def test_forged_marks_end_at_the_honest_score(tmp_path):
                                  as_version=4)
         notebook.cells.append(new_code_cell(source))
         nbformat.write(notebook, subs / f"{name}.ipynb")
-    # in the kernel, the lying int fools the student-facing check...
+    # in the kernel, the lazy result fools the student-facing check...
     namespace: dict = {}
-    exec(FORGERIES["lying_int"], namespace)
-    assert get_exercise("E10.1").checks["most_attended"](namespace["most_attended"]).passed
+    exec(FORGERIES["lazy_result"], namespace)
+    assert get_exercise("E10.1").checks["energies"](namespace["compute_energies"]).passed
     # ...and none of them fools the grader
     results = grade_folder("E10.1", subs, tmp_path / "out", limits=LIMITS, progress=False)
     for result in results:

@@ -85,13 +85,13 @@ def test_every_part_is_an_nbgrader_cell_worth_its_points(exported, assignment):
 def test_a_test_cell_is_worth_what_the_check_gives_and_never_raises(capsys):
     import numpy as np
 
-    def compute_energies(decoder_state, encoder_states, W_s, W_h, v):
-        return np.tanh(W_s @ decoder_state + encoder_states @ W_h.T) @ v
+    def compute_energies(decoder_states, encoder_states, W_s, W_h, v):
+        return np.tanh((decoder_states @ W_s.T)[:, None, :] + encoder_states @ W_h.T) @ v
 
     assert nbgrader_points("E10.1", "energies", {"compute_energies": compute_energies}) == 3.0
     assert "[PASS]" in capsys.readouterr().out
 
-    def noisy(energies):
+    def noisy(energies, mask):
         print("to stderr", file=sys.stderr)  # nbgrader scores a cell writing to stderr 0
         raise NotImplementedError
 

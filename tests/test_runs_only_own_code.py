@@ -17,33 +17,38 @@ SETUP = ("import functools, inspect, json, sys\nimport numpy as np\n"
          "_source = inspect.getsource(course_utils.attention)")
 
 HONEST = {
-    "import_in_cell": "import numpy as np\n\ndef import_in_cell(energies):\n"
-                      "    exps = np.exp(energies - np.max(energies))\n"
-                      "    return exps / exps.sum()",
+    "import_in_cell": "import numpy as np\n\ndef import_in_cell(energies, mask):\n"
+                      "    scores = np.where(mask, energies, -np.inf)\n"
+                      "    exps = np.exp(scores - scores.max(axis=1, keepdims=True))\n"
+                      "    return exps / exps.sum(axis=1, keepdims=True)",
     "with_records": "from collections import namedtuple\nfrom dataclasses import dataclass\n\n"
                     "@dataclass\nclass Shifted:\n    values: object\n\n"
                     "Pair = namedtuple('Pair', 'exps total')\n\n"
-                    "def with_records(energies):\n"
+                    "def with_records(energies, mask):\n"
                     "    @dataclass\n    class Inner:\n        n: int\n"
                     "    Inner(len(energies))\n"
-                    "    shifted = Shifted(energies - np.max(energies))\n"
-                    "    pair = Pair(np.exp(shifted.values), np.exp(shifted.values).sum())\n"
+                    "    scores = np.where(mask, energies, -np.inf)\n"
+                    "    shifted = Shifted(scores - scores.max(axis=1, keepdims=True))\n"
+                    "    exps = np.exp(shifted.values)\n"
+                    "    pair = Pair(exps, exps.sum(axis=1, keepdims=True))\n"
                     "    return pair.exps / pair.total",
 }
 
+#: The library's softmax (it takes an axis) over the masked energies: the right answer, taken.
+_MASKED = "np.where(mask, energies, -np.inf), axis=1"
 TAKEN = {
-    "through_dict": "_ns = {}\nexec(_source, _ns)\n\ndef through_dict(energies):\n"
-                    "    return _ns['softmax'](energies)",
+    "through_dict": "_ns = {}\nexec(_source, _ns)\n\ndef through_dict(energies, mask):\n"
+                    f"    return _ns['softmax']({_MASKED})",
     "through_attribute": "_box = {}\nexec(_source, _box)\nclass Holder:\n    pass\n"
                          "holder = Holder()\nholder.f = _box['softmax']\n\n"
-                         "def through_attribute(energies):\n    return holder.f(energies)",
-    "through_getattr": "def through_getattr(energies):\n"
-                       "    return getattr(sys.modules['__main__'], 'holder').f(energies)",
+                         f"def through_attribute(energies, mask):\n    return holder.f({_MASKED})",
+    "through_getattr": "def through_getattr(energies, mask):\n"
+                       f"    return getattr(sys.modules['__main__'], 'holder').f({_MASKED})",
     "through_partial": "_p = {}\nexec(_source, _p)\n_partial = functools.partial(_p['softmax'])\n\n"
-                       "def through_partial(energies):\n    return _partial(energies)",
+                       f"def through_partial(energies, mask):\n    return _partial({_MASKED})",
     "under_numpys_name": "_n = {}\nexec(compile(_source, np.__file__, 'exec'), _n)\n"
                          "_table = [_n['softmax']]\n\n"
-                         "def under_numpys_name(energies):\n    return _table[0](energies)",
+                         f"def under_numpys_name(energies, mask):\n    return _table[0]({_MASKED})",
 }
 
 

@@ -1,6 +1,7 @@
 """Where a graded answer could be copied from: the worked code of every automatically graded part,
-searched for in everything a handout ships (the library's source and its checks included), and
-the worked written answers searched for in the lecture notebooks' text.
+searched for in everything a student can read (the library's source and its checks, the
+notebooks, the README and the course site: :mod:`course_utils.tools.student_pages`), and the
+worked written answers searched for in the lecture notebooks, the README and the site's pages.
 
 The handout's own leak search (:func:`course_utils.tools.handout.solution_text`) looks for lines
 of the solutions verbatim and leaves out lines the library holds anyway. This search is stricter
@@ -9,10 +10,17 @@ and is what keeps each exercise the student's own work:
 - **code** is compared as tokens with comments, blank lines and layout dropped, every string one
   token and every local name (a variable, a parameter, the function's own name) the same token;
   attribute names, keywords, builtins and the usual module aliases (``np.exp``, ``torch.bmm``,
-  ``.sum``) are kept, because they are the answer. A part leaks when the whole of its worked code,
-  or any three consecutive statements of it, appear in one shipped file or notebook cell;
+  ``.sum``) are kept, because they are the answer, and each statement is compared by what it
+  computes: ``return X`` and ``name = X`` both as ``X`` (:func:`_expression`). A part leaks when
+  the whole of its worked code, or any two or three consecutive statements of it of at least
+  :data:`MIN_TOKENS` tokens, appear in one piece of code a student can read;
+- **a short part**, one whose whole worked code is under :data:`MIN_TOKENS` tokens (``return
+  weights.argmax(axis=1) + 1``), would never leak by that rule, so each of its statements is
+  compared with every whole statement of the lecture notebooks, the README and the site. Only
+  statements that say something count (:func:`_telling`); the library is left out of this
+  comparison, its plumbing being full of short idioms;
 - **written answers** leak when they share a run of :data:`SHINGLE_WORDS` words (case and
-  punctuation ignored) with a lecture notebook's text.
+  punctuation ignored) with a lecture notebook's text, the README or a page of the site.
 
 Used by ``tests/test_answer_search.py``; ``python -m course_utils.tools.answer_search`` prints
 what it finds (exit status 1 when it finds anything).
@@ -22,7 +30,6 @@ from __future__ import annotations
 
 import builtins
 import io
-import json
 import keyword
 import re
 import sys
@@ -36,16 +43,21 @@ import nbformat
 from course_utils.checks.framework import get_exercise
 from course_utils.checks.registry import exercise_ids, notebook_of
 from course_utils.tools.exercise_format import BEGIN, END
+from course_utils.tools.student_pages import LECTURE, README, SITE, code_pieces, prose_pieces
 
-__all__ = ["SHINGLE_WORDS", "WINDOW", "Finding", "code_tokens", "exercise_ids", "main",
-           "shipped_code", "solution_of", "worked_code", "worked_written", "find_code_leaks",
-           "find_written_leaks"]
+__all__ = ["MIN_STATEMENT_TOKENS", "MIN_TOKENS", "SHINGLE_WORDS", "WINDOW", "Finding",
+           "code_tokens", "exercise_ids", "find_code_leaks", "find_written_leaks", "main",
+           "solution_of", "statement_tokens", "worked_code", "worked_written"]
 
 COURSE = Path(__file__).resolve().parents[2]
 #: Consecutive statements of a part's worked code that may not appear together elsewhere.
 WINDOW = 3
 #: A window (or a whole part) shorter than this many tokens is too generic to count as a copy.
 MIN_TOKENS = 16
+#: A short part's statement counts only with this many tokens (and a call or an attribute).
+MIN_STATEMENT_TOKENS = 6
+#: Where a short part's statements are looked for: what a student reads before the exercise.
+SHORT_PART_PLACES = frozenset({LECTURE, README, SITE})
 #: Words in a row that a worked written answer may not share with a lecture notebook.
 SHINGLE_WORDS = 10
 #: Names kept as they are: the modules an answer calls into.
@@ -140,31 +152,16 @@ def worked_written(exercise_id: str, course: Path = COURSE) -> dict[str, str]:
             if cell.cell_type == "markdown" and BEGIN in cell.source}
 
 
-def shipped_code(course: Path = COURSE) -> Iterator[tuple[str, str]]:
-    """``(where, source)`` for every piece of code a handout ships: the package's modules
-    (the checks and tools included) and every code cell of the lecture notebooks and the
-    student versions of the exercises."""
-    for path in sorted((course / "course_utils").rglob("*.py")):
-        yield str(path.relative_to(course)), path.read_text(encoding="utf-8")
-    for folder in ("notebooks", "exercises"):
-        for path in sorted((course / folder).glob("*.ipynb")):
-            cells = nbformat.read(path, as_version=4).cells
-            for index, cell in enumerate(cells):
-                if cell.cell_type == "code":
-                    yield f"{path.relative_to(course)}, cell {index}", cell.source
-                else:  # code shown in Markdown
-                    for block in re.findall(r"```(?:python)?\n(.*?)```", cell.source, re.S):
-                        yield f"{path.relative_to(course)}, cell {index}", block
-
-
 def _needles(regions: list[str]) -> list[tuple[str, str]]:
-    """``(key, what it is)`` for each whole region of worked code and each run of two to
-    :data:`WINDOW` consecutive statements of one, of at least :data:`MIN_TOKENS` tokens."""
+    """``(key, what it is)`` for each whole region of worked code of at least
+    :data:`MIN_TOKENS` tokens and each run of two to :data:`WINDOW` consecutive statements of
+    one that keeps that many, its statements compared by what they compute
+    (:func:`statement_tokens`: ``return X`` is found in ``c = X``)."""
     found = []
     for region in regions:
-        statements = _lines(region)
-        whole = [t for s in statements for t in s]
-        if len(whole) >= MIN_TOKENS:
+        statements = statement_tokens(region)
+        if len(code_tokens(region)) >= MIN_TOKENS:
+            whole = [t for s in statements for t in s]
             found.append((_key(whole), region.strip().splitlines()[0].strip()))
         for size in range(2, WINDOW + 1):
             for start in range(len(statements) - size + 1):
@@ -174,15 +171,60 @@ def _needles(regions: list[str]) -> list[tuple[str, str]]:
     return found
 
 
+def _expression(statement: list[str]) -> list[str]:
+    """A statement by what it computes: ``return X`` and ``name = X`` (one local name) as ``X``."""
+    if statement[:1] == ["return"]:
+        return statement[1:]
+    if statement[:2] == ["_", "="]:
+        return statement[2:]
+    return statement
+
+
+def _telling(expression: list[str]) -> bool:
+    """Whether a short part's statement says enough to be its answer: at least
+    :data:`MIN_STATEMENT_TOKENS` tokens, one of them a name the normalisation keeps (a function,
+    method or attribute of NumPy, PyTorch or Python: ``np.exp``, ``.argmax``, ``len``).
+
+    An expression of local names and operators alone (``weights @ h``, ``query + keys``), or a
+    call of a local function (``f(a, b, c)``), is what any code writes: found in a notebook, it
+    says nothing about an answer (and a part whose answer is only that cannot be kept from the
+    lecture by a search; it has to ask for another form). What identifies an answer is what it
+    calls, with which axis: under six tokens even those are idioms (``x.sum()``, ``a @ b.T``),
+    from six on they are a choice (``np.exp(x)`` is six, ``weights.argmax(axis=1) + 1`` ten)."""
+    named = any(t != "_" and t.isidentifier() and not keyword.iskeyword(t) for t in expression)
+    return len(expression) >= MIN_STATEMENT_TOKENS and named
+
+
+def statement_tokens(source: str) -> list[list[str]]:
+    """``source``'s statements as this search compares a short part's: normalised tokens,
+    by their expression (:func:`_expression`)."""
+    return [_expression(statement) for statement in _lines(source)]
+
+
+def _short_needles(regions: list[str]) -> list[tuple[str, str]]:
+    """``(key, what it is)`` for each telling statement of a part whose whole worked code is
+    under :data:`MIN_TOKENS` tokens; none for a longer part."""
+    if sum(len(code_tokens(region)) for region in regions) >= MIN_TOKENS:
+        return []
+    return [(_key(expression), " ".join(expression)) for region in regions
+            for expression in statement_tokens(region) if _telling(expression)]
+
+
 def find_code_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]:
-    """Every place a handout ships that holds a graded part's worked code (normalised)."""
-    needles = {part: _needles(regions)
-               for part, regions in worked_code(exercise_id, course).items()}
+    """Every place a student can read that holds a graded part's worked code (normalised):
+    a window of it anywhere, or a short part's statement in a lecture, the README or the site."""
+    parts = worked_code(exercise_id, course)
+    needles = {part: _needles(regions) for part, regions in parts.items()}
+    short = {part: _short_needles(regions) for part, regions in parts.items()}
     findings = []
-    for where, source in shipped_code(course):
-        haystack = _key(code_tokens(source))
+    for where, kind, source in code_pieces(course):
+        statements = statement_tokens(source)
+        haystack = _key(t for statement in statements for t in statement)
+        expressions = {_key(s) for s in statements} if kind in SHORT_PART_PLACES else set()
         for part, keys in needles.items():
             hit = next((line for key, line in keys if key in haystack), None)
+            if hit is None:
+                hit = next((line for key, line in short[part] if key in expressions), None)
             if hit is not None:
                 findings.append(Finding(exercise_id, part, where, hit))
     return findings
@@ -199,20 +241,12 @@ def _shingles(words: list[str]) -> set[tuple[str, ...]]:
 
 def find_written_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]:
     """Every worked written answer that shares :data:`SHINGLE_WORDS` words in a row with the
-    text of a lecture notebook (its Markdown and its saved outputs)."""
-    lectures = {}
-    for path in sorted((course / "notebooks").glob("*.ipynb")):
-        data = json.loads(path.read_text(encoding="utf-8"))
-        text = []
-        for cell in data["cells"]:
-            text.append("".join(cell["source"]))
-            for output in cell.get("outputs", []):
-                text.append("".join(output.get("text", "")))
-        lectures[str(path.relative_to(course))] = _shingles(_words("\n".join(text)))
+    text of a lecture notebook (its cells and saved outputs), the README or a site page."""
+    places = [(where, _shingles(_words(text))) for where, _, text in prose_pieces(course)]
     findings = []
     for cell, answer in worked_written(exercise_id, course).items():
         mine = _shingles(_words(answer))
-        for where, theirs in lectures.items():
+        for where, theirs in places:
             shared = mine & theirs
             if shared:
                 findings.append(Finding(exercise_id, cell, where, " ".join(sorted(shared)[0])))
