@@ -55,6 +55,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from course_utils.checks.registry import exercise_ids, notebook_of  # noqa: E402
 from course_utils.checks.worked import WORKED  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
+from course_utils.tools.colab import is_setup_cell  # noqa: E402
 from course_utils.tools.execute import run_notebook  # noqa: E402
 
 #: Carver's (1992) memorizing gear, college students; see the module's docstring.
@@ -242,6 +243,9 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
             continue
         section = sections[-1]
         if cell.cell_type != "code":
+            continue
+        if is_setup_cell(cell):  # run, not studied: the same cell at the top of every notebook
+            section.seconds += cell_seconds
             continue
         if YOUR_TURN_TAG in cell.metadata.get("tags", []):
             # the student writes the worked piece's body (its signature is in the cell, read)

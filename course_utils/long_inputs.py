@@ -33,7 +33,8 @@ from matplotlib.figure import Figure
 from course_utils.metrics import Bucket, Interval, LengthComparison
 from course_utils.plotting import MIN_FONTSIZE, NOTEBOOK_WIDTH, model_colour
 
-__all__ = ["JoinedPair", "joined_pairs", "length_ratios", "plot_bleu_against_length"]
+__all__ = ["JoinedPair", "joined_pairs", "length_ratios", "plot_bleu_against_length",
+           "sentences_written"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,25 @@ def length_ratios(output_lengths: Mapping[str, Sequence[int]], reference_lengths
         wanted = sum(reference_lengths[i] for i in chosen)
         shares = [100 * sum(output_lengths[m][i] for i in chosen) / wanted for m in models]
         lines.append(f"{name:8s}{len(chosen):10d}" + "".join(f"{v:12.0f}" for v in shares))
+    return "\n".join(lines)
+
+
+def sentences_written(outputs: Mapping[str, Sequence[str]], joined: Sequence[JoinedPair]) -> str:
+    """A table: for each number of captions joined, how many sentences each model's outputs hold
+    on average (counted by their full stops, question and exclamation marks), against the
+    references'. One sentence for several captions: the model merges them, or drops some."""
+    sizes = sorted({p.parts for p in joined})
+
+    def count(text: str) -> int:
+        return max(1, sum(text.count(mark) for mark in ".!?"))
+
+    lines = ["sentences per output (by their final marks), by captions joined",
+             f"{'captions':>8s}{'references':>12s}" + "".join(f"{m:>12s}" for m in outputs)]
+    for k in sizes:
+        chosen = [i for i, p in enumerate(joined) if p.parts == k]
+        wanted = sum(count(joined[i].reference) for i in chosen) / len(chosen)
+        said = [sum(count(outputs[m][i]) for i in chosen) / len(chosen) for m in outputs]
+        lines.append(f"{k:8d}{wanted:12.1f}" + "".join(f"{v:12.1f}" for v in said))
     return "\n".join(lines)
 
 

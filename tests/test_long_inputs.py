@@ -7,7 +7,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from course_utils.long_inputs import joined_pairs, length_ratios, plot_bleu_against_length
+from course_utils.long_inputs import (
+    joined_pairs,
+    length_ratios,
+    plot_bleu_against_length,
+    sentences_written,
+)
 from course_utils.metrics import compare_by_length, length_buckets
 
 PAIRS = [(f"A dog {i} runs.", f"Ein Hund {i} rennt.") for i in range(7)]
@@ -66,3 +71,11 @@ def test_the_figure_draws_each_models_bleu_and_the_paired_gain_over_the_whole_ra
                if line.get_linestyle() == "--")
     assert "minus vanilla" in bottom.get_legend().get_texts()[0].get_text()
     plt.close(fig)
+
+
+def test_the_sentences_written_show_a_model_that_merges_the_captions():
+    joined = joined_pairs(PAIRS, group_sizes=(1, 3))
+    merged = [p.source.replace(". ", ", ") for p in joined]  # one sentence for every input
+    table = sentences_written({"merges": merged, "keeps": [p.source for p in joined]}, joined)
+    rows = {line.split()[0]: line.split()[1:] for line in table.splitlines()[2:]}
+    assert rows == {"1": ["1.0", "1.0", "1.0"], "3": ["3.0", "1.0", "3.0"]}
