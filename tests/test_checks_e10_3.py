@@ -1,366 +1,331 @@
-"""E10.3 checks: full marks for the solution and for right answers written another way, zero for
-the untouched exercise and for shortcuts, a named mistake for the usual errors."""
+"""E10.3 checks: the course page's Part 3, examples of monotonic alignment, reordering and
+many-to-one alignment that the student finds in their own model. A worked find, recorded from the
+real E10.2 model, passes; a sentence of that model without the pattern is refused with a hint
+that names what it lacks; the record is what is judged, strictly, and it must be of the sentence
+the student's function returns."""
 
+import json
 import re
-import string
 
 import nbformat
 import numpy as np
 import pytest
-from helpers import ROOT, judged_by_grader, notebook_functions
+from helpers import ROOT, notebook_functions
 
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_3 as checks
+from course_utils.checks import hidden_e10_3 as hidden
+from course_utils.checks.records import RECORD_MIME, records_in, submitted
 
 SOLUTION = ROOT / "solutions" / "E10.3-reading-attention-heatmaps.ipynb"
 EXERCISE = ROOT / "exercises" / "E10.3-reading-attention-heatmaps.ipynb"
-NOTEBOOK_5 = ROOT / "notebooks" / "05_reading_attention_heatmaps.ipynb"
+#: Records made by E10.3's check cells from the worked E10.2 model (its source inside).
+FINDS = json.loads((ROOT / "tests" / "data" / "e10_3_finds.json").read_text(encoding="utf-8"))
+PARTS = ("monotonic", "reordering", "many-to-one")
 
 
 def cells(path):
     return nbformat.read(path, as_version=4).cells
 
 
-def test_solution_scores_full_marks_and_exercise_scores_zero():
-    solution = notebook_functions(SOLUTION)
-    for result in checks.EXERCISE.grade(solution):
-        assert result.passed, result
-    for check in checks.EXERCISE.checks.values():
-        assert judged_by_grader(check, solution[check.target]).passed, check.name
-    for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
-        assert result.points == 0 and result.message == NOT_IMPLEMENTED
+def judged(part, example, records):
+    """The part's verdict as the grader reaches it: the kernel's probe, then the judge on the
+    records saved in the submission."""
+    check = checks.EXERCISE.checks[part]
+    raw = json.loads(json.dumps(check.probe(example, 7)))
+    with submitted(records):
+        return check.judge(raw, 7)
+
+
+def returns(sentence):
+    def example():
+        return sentence
+    return example
+
+
+def test_the_parts_are_the_course_pages_in_its_order_with_their_points():
     exercise = get_exercise("E10.3")
-    assert exercise.auto_points == 9 and exercise.max_points == 14
-    assert {name: c.points for name, c in exercise.checks.items()} == {
-        "fertility": 2, "jump_distribution": 4, "punctuation_mass": 3}
-    assert {name: q.points for name, q in exercise.manual.items()} == {
-        "fertility_in_your_model": 1, "jumps_in_your_model": 1, "punctuation_in_your_model": 1,
-        "probes": 1, "comparison": 1}
+    assert list(exercise.checks) == list(PARTS) == list(checks.FINDS)
+    assert exercise.recorded == list(PARTS)
+    assert {n: c.points for n, c in exercise.checks.items()} == dict.fromkeys(PARTS, 2)
+    assert {n: q.points for n, q in exercise.manual.items()} == {
+        "monotonic_reading": 1, "reordering_reading": 1, "many_to_one_reading": 1,
+        "word_order": 2}
+    assert exercise.auto_points == 6 and exercise.max_points == 11
+    headings = [c.source.splitlines()[0] for c in cells(SOLUTION)
+                if c.cell_type == "markdown" and c.source.startswith("#")]
+    assert [h for h in headings if h.startswith("## Part")] == [
+        "## Part 1: five translations of varying length", "## Part 2: their heatmaps",
+        "## Part 3: find the three patterns in your model (6 points, and 3 written)",
+        "## Part 4: does your model learn the word-order differences between English and "
+        "German? (2 points)"]
 
 
 def test_the_headers_points_table_and_the_answer_cells_agree_with_the_checks():
     notebook = cells(SOLUTION)
-    table = dict(re.findall(r"^\| (\d)\. .*? \| (\d|–) \| ", notebook[0].source, re.M))
+    table = re.findall(r"^\| (\d[a-f]?)\. .*? \| (\d|–) \| ", notebook[0].source, re.M)
+    graded = [float(points) for _, points in table if points != "–"]
     parts = [*checks.EXERCISE.checks.values(), *checks.EXERCISE.manual.values()]
-    assert [float(table[str(n)]) for n in range(2, 10)] == [part.points for part in parts]
+    assert graded == [part.points for part in parts]
     answers = {c.metadata["course"]["manual"]: c.metadata["course"]["points"]
                for c in notebook if "manual" in c.metadata.get("course", {})}
     assert answers == {name: q.points for name, q in checks.EXERCISE.manual.items()}
 
 
-def test_the_exercise_reads_the_students_own_model_and_a_test_set_notebook_5_did_not():
-    exercise = "\n".join(c.source for c in cells(EXERCISE))
-    notebook_5 = "\n".join(c.source for c in cells(NOTEBOOK_5))
-    assert "find_or_train_exercise_checkpoint(" in exercise
-    assert 'split = "test_2017_flickr"' in exercise and "test_2017_flickr" not in notebook_5
-    assert "def my_probes():" in exercise  # the student writes the probe sentences
-
-
-def test_the_graded_measures_are_not_in_the_library_or_notebook_5():
-    import course_utils.alignment as library
-
-    notebook_5 = "\n".join(c.source for c in cells(NOTEBOOK_5))
-    for name in checks.EXERCISE.checks:
-        assert not hasattr(library, name) and f"def {name}(" not in notebook_5
-
-
-def test_each_measures_question_asks_about_the_students_own_outputs():
-    questions = {c.id: c.source for c in cells(EXERCISE)}
-    for cell in ("c019", "c038", "c040"):  # Parts 5, 6 and 7
-        assert "From **your** output" in questions[cell], cell
-
-
-# ------------------------------------------------------- the known matrices and their answers
-
-
-def loops_fertility(weights):
-    return [sum(row[j] for row in weights) for j in range(len(weights[0]))]
-
-
-def loops_jumps(weights):
-    aligned = [max(range(len(row)), key=lambda j: row[j]) for row in weights]
-    jumps = [b - a for a, b in zip(aligned, aligned[1:])]
-    return {j: jumps.count(j) / len(jumps) for j in set(jumps)}
-
-
-def test_the_hand_computed_answers_are_right_and_say_what_each_measure_means():
-    for name, weights in checks.MATRICES.items():
-        np.testing.assert_allclose(weights.sum(axis=1), 1.0, err_msg=name)
-        np.testing.assert_allclose(checks.FERTILITY[name], loops_fertility(weights.tolist()))
-        expected, got = checks.JUMPS[name], loops_jumps(weights.tolist())
-        assert expected.keys() == got.keys() and all(
-            np.isclose(expected[k], got[k]) for k in got), name
-        marks = [t in {".", ",", "!", '"', "--"} for t in checks.TOKENS[name]]
-        np.testing.assert_allclose(checks.PUNCTUATION_MASS[name],
-                                   [sum(w for w, m in zip(row, marks) if m) for row in weights])
-        # fertility shares out the output: the columns add up to the number of output steps
-        assert np.isclose(sum(checks.FERTILITY[name]), len(weights))
-    assert checks.JUMPS["diagonal"] == {1: 1.0} and checks.JUMPS["reversal"] == {-1: 1.0}
-    assert checks.JUMPS["verb-final"][-1] > 0  # the verb moved to the end: one jump back
-    assert checks.FERTILITY["tall"][1] > 2  # two steps stay on word 1: read twice over
-
-
-# ------------------------------------------------------------------ named mistakes
-
-
-def message(check, fn, points=0):
-    result = check(fn)
-    assert not result.passed and result.points == points, result
-    return result.message
-
-
-def fertility(weights):
-    return np.asarray(weights).sum(axis=0)
-
-
-def test_fertility_mistakes_are_named():
-    # the sum of each row (always 1) has one value per output step
-    assert "return one per source word" in message(checks.check_fertility,
-                                                   lambda w: np.asarray(w).sum(axis=1))
-    assert "not its mean" in message(checks.check_fertility, lambda w: np.asarray(w).mean(0))
-    hard = message(checks.check_fertility,
-                   lambda w: np.bincount(np.asarray(w).argmax(1), minlength=w.shape[1]))
-    assert "adds up the weights themselves" in hard
-    assert "expected one value per source word" in message(
-        checks.check_fertility, lambda w: np.asarray(w).sum(axis=0)[:-1])
-
-
-def shares(moves):
-    values, counts = np.unique(moves, return_counts=True)
-    return dict(zip(values.tolist(), (counts / counts.sum()).tolist())) if len(moves) else {}
-
-
-def moves(weights):
-    return np.diff(np.asarray(weights).argmax(axis=1))
-
-
-def test_jump_mistakes_are_named_and_counts_get_partial_credit():
-    assert "divide by the number of jumps" in message(
-        checks.check_jump_distribution,
-        lambda w: {k: v * (len(w) - 1) for k, v in shares(moves(w)).items()}, points=2)
-    assert "signs are flipped" in message(checks.check_jump_distribution,
-                                          lambda w: shares(-moves(w)))
-    assert "keep the sign" in message(checks.check_jump_distribution,
-                                      lambda w: shares(np.abs(moves(w))))
-    assert "jump of 0, and it counts" in message(
-        checks.check_jump_distribution, lambda w: shares(moves(w)[moves(w) != 0]))
-    assert "arg max of each column" in message(
-        checks.check_jump_distribution, lambda w: shares(np.diff(np.asarray(w).argmax(axis=0))))
-
-    def divides_by_zero(weights):
-        found = shares(moves(weights))
-        return found if found else {0: float("nan")}
-
-    assert "return an empty dict" in message(checks.check_jump_distribution, divides_by_zero)
-
-
-def test_punctuation_mistakes_are_named():
-    def mass(test):
-        return lambda w, tokens: np.asarray(w)[:, [test(t) for t in tokens]].sum(axis=1)
-
-    any_mark = mass(lambda t: any(ch in string.punctuation for ch in t))
-    assert "t-shirt" in message(checks.check_punctuation_mass, any_mark)
-    assert "only the full stop" in message(checks.check_punctuation_mass, mass(lambda t: t == "."))
-    on_words = message(checks.check_punctuation_mass,
-                       lambda w, t: 1 - mass(lambda x: not any(c.isalnum() for c in x))(w, t))
-    assert "weight on the words" in on_words
-    assert "one value per output step" in message(
-        checks.check_punctuation_mass,
-        lambda w, t: np.asarray(w)[:, [x in string.punctuation for x in t]].sum(axis=0))
-
-
-# ------------------------------------------------- right answers in another style earn them
-
-
-def test_right_answers_written_another_way_earn_full_marks():
-    import torch
-
-    def fertility_by_loops(weights):
-        totals = [0.0] * len(weights[0])
-        for row in weights:
-            for j, w in enumerate(row):
-                totals[j] += w
-        return totals
-
-    def fertility_in_torch(weights):
-        return torch.as_tensor(weights).sum(dim=0)
-
-    def jumps_in_numpy(weights):
-        return {int(k): float(v) for k, v in shares(moves(weights)).items()}
-
-    def jumps_with_numpy_keys(weights):
-        found = shares(moves(weights))
-        return {np.int64(k): np.float64(v) for k, v in found.items()}
-
-    def punctuation_from_string(weights, source_tokens):
-        marks = np.array([all(c in string.punctuation for c in t) for t in source_tokens])
-        return np.asarray(weights) @ marks
-
-    for check, fn in [(checks.check_fertility, fertility_by_loops),
-                      (checks.check_fertility, fertility_in_torch),
-                      (checks.check_jump_distribution, jumps_in_numpy),
-                      (checks.check_jump_distribution, jumps_with_numpy_keys),
-                      (checks.check_punctuation_mass, punctuation_from_string)]:
-        assert check(fn).passed, (fn.__name__, check(fn))
-        assert judged_by_grader(check, fn).passed, fn.__name__
-
-
-def test_checks_do_not_depend_on_the_input_being_left_alone():
-    def scribbles(weights):
-        result = np.asarray(weights).sum(axis=0)
-        weights[:] = 0
-        return result
-
-    assert checks.check_fertility(scribbles).passed
-
-
-def test_fresh_matrices_every_graded_run_so_hard_coded_answers_fail():
-    memory = {}
-
-    def honest(weights):
-        memory[weights.tobytes()] = weights.sum(axis=0)
-        return weights.sum(axis=0)
-
-    def memorised(weights):  # the answers of one graded run, written into the notebook
-        return memory.get(weights.tobytes(), np.zeros(weights.shape[1]))
-
-    assert judged_by_grader(checks.check_fertility, honest, seed=1).passed
-    assert judged_by_grader(checks.check_fertility, memorised, seed=1).passed
-    again = judged_by_grader(checks.check_fertility, memorised, seed=2)
-    assert not again.passed and "random" in again.message
-
-
-def test_a_crash_names_the_matrix_it_was_given():
-    result = checks.check_punctuation_mass(lambda w, tokens: w[:, tokens.index("!")])
-    assert not result.passed and "matrix" in result.message
-
-
-# ------------------------------------------------------------------ the library is off limits
-
-
-DELEGATING = """
-from course_utils.alignment import hard_alignment as aligned_positions
-from course_utils.alignment import word_class
-
-
-def fertility(weights):
-    return np.eye(weights.shape[1])[aligned_positions(weights)].sum(axis=0) * 0 + weights.sum(0)
-
-
-def jump_distribution(weights):
-    a = aligned_positions(weights)
-    jumps = np.diff(a)
-    values, counts = np.unique(jumps, return_counts=True)
-    return {int(v): c / len(jumps) for v, c in zip(values, counts)}
-
-
-def punctuation_mass(weights, source_tokens):
-    marks = [word_class(t) == "punctuation" for t in source_tokens]
-    return weights[:, marks].sum(axis=1)
-"""
-
-
-@pytest.mark.parametrize("part, uses", [
-    ("fertility", "uses `aligned_positions`, which is `course_utils.alignment.hard_alignment`"),
-    ("jump_distribution", "uses `aligned_positions`"),
-    ("punctuation_mass", "uses `word_class`, which is `course_utils.alignment.word_class`"),
+def test_each_criterion_is_stated_in_the_exercise_with_the_thresholds_the_check_applies():
+    text = "\n".join(c.source for c in cells(EXERCISE) if c.cell_type == "markdown")
+    assert f"at least {checks.CONFIDENT}" in text and f"at least {checks.SHARE}" in text
+    assert f"At least **{checks.MONOTONIC_WORDS}**" in text
+    assert f"at most **{checks.NEAR}** steps apart" in text
+    assert "the one definition the course uses" in text  # punctuation: word_class, once
+    for part in PARTS:
+        assert f"{checks.CONFIDENT}" in checks.CRITERIA[part] or part == "many-to-one"
+
+
+def test_the_exercise_asks_for_sentences_and_ships_no_criterion_code():
+    exercise = nbformat.read(EXERCISE, as_version=4)
+    for name in checks.FINDS.values():
+        assert f"def {name}():" in "\n".join(c.source for c in exercise.cells)
+    shipped = (ROOT / "course_utils" / "checks" / "e10_3.py").read_text(encoding="utf-8")
+    for name in hidden.__all__:
+        assert f"def {name}(" not in shipped
+
+
+def test_the_worked_finds_recorded_from_the_real_model_have_each_pattern():
+    solution = notebook_functions(SOLUTION)
+    for part in PARTS:
+        record = FINDS["finds"][part]
+        assert solution[checks.FINDS[part]]() == record["sentence"]
+        assert hidden.lacks(part, checks.read_record(record), checks.THRESHOLDS) is None, part
+        result = judged(part, solution[checks.FINDS[part]], FINDS["finds"])
+        assert result.passed and result.message.startswith("found: "), result
+
+
+def test_the_worked_solution_saved_the_records_of_its_finds_and_they_pass():
+    """The committed run's records (the fixture's, unless the worked E10.2 model was trained
+    again since) are of the worked sentences, and each shows its pattern."""
+    notebook = json.loads(SOLUTION.read_text(encoding="utf-8"))
+    saved = records_in(notebook, "E10.3")
+    assert {part: r["sentence"] for part, r in saved.items()} == {
+        part: r["sentence"] for part, r in FINDS["finds"].items()}
+    solution = notebook_functions(SOLUTION)
+    for part in PARTS:
+        assert judged(part, solution[checks.FINDS[part]], saved).passed
+
+
+@pytest.mark.parametrize("part", PARTS)
+def test_a_sentence_of_the_real_model_without_the_pattern_is_refused_with_a_named_hint(part):
+    without = FINDS["without"][part]
+    record, hint = without["record"], without["hint"]
+    assert hint in hidden.lacks(part, checks.read_record(record), checks.THRESHOLDS)
+    result = judged(part, returns(record["sentence"]), {part: record})
+    assert result.points == 0 and hint in result.message, result
+    assert f"does not show {part} alignment" in result.message
+
+
+def test_the_untouched_exercise_scores_zero_and_says_not_implemented():
+    for result in checks.EXERCISE.grade(notebook_functions(EXERCISE)):
+        assert result.points == 0 and result.message == NOT_IMPLEMENTED, result
+    exercise = notebook_functions(EXERCISE)
+    for part in PARTS:
+        result = judged(part, exercise[checks.FINDS[part]], FINDS["finds"])
+        assert result.points == 0 and result.message == NOT_IMPLEMENTED
+
+
+def test_no_record_or_a_record_of_another_sentence_scores_zero_saying_what_to_run():
+    sentence = FINDS["finds"]["monotonic"]["sentence"]
+    missing = judged("monotonic", returns(sentence), {})
+    assert missing.points == 0 and "run this part's check cell" in missing.message
+    assert "save the notebook" in missing.message
+    stale = judged("monotonic", returns("a dog runs ."), FINDS["finds"])
+    assert stale.points == 0 and "another sentence" in stale.message
+
+
+def _forged(change):
+    record = json.loads(json.dumps(FINDS["finds"]["reordering"]))
+    change(record)
+    return judged("reordering", returns(record.get("sentence", "x")), {"reordering": record})
+
+
+@pytest.mark.parametrize("change, why", [
+    (lambda r: r["weights"].pop(), "shape"),
+    (lambda r: r["weights"][0].__setitem__(0, r["weights"][0][0] + 0.5), "between 0 and 1"),
+    (lambda r: r["weights"][1].__setitem__(0, r["weights"][1][0] + 0.2), "sum to 1"),
+    (lambda r: r["source_tokens"].reverse(), "English tokens are not those of its sentence"),
+    (lambda r: r.__setitem__("weights", "[[1]]"), "not a matrix of numbers"),
+    (lambda r: r.__setitem__("output_tokens", []), "German tokens"),
 ])
-def test_a_function_that_calls_notebook_5s_library_scores_zero(part, uses):
-    namespace: dict = {"np": np}
-    exec(DELEGATING, namespace)  # as a notebook cell defines them
-    check = checks.EXERCISE.checks[part]
-    for result in (check(namespace[check.target]), judged_by_grader(check,
-                                                                    namespace[check.target])):
-        assert result.points == 0, result
-        assert uses in result.message, result.message
+def test_a_malformed_or_forged_record_scores_zero_and_says_to_run_the_cell_again(change, why):
+    result = _forged(change)
+    assert result.points == 0 and "cannot be read" in result.message, result
+    assert why in result.message and "run its check cell again" in result.message
 
 
-def test_the_solution_is_its_own_work_though_the_notebook_imports_the_library():
-    solution = notebook_functions(SOLUTION)
-    setup = cells(SOLUTION)[1].source
-    imports = [line for line in setup.splitlines() if "course_utils.alignment" in line]
-    assert imports  # the notebook uses notebook 5's measures in Parts 5-9
-    exec("\n".join(imports), solution)
-    for check in checks.EXERCISE.checks.values():
-        assert check(solution[check.target]).passed, check.name
+def test_a_record_that_is_not_a_record_scores_zero():
+    for record in (None, [], "text", {"sentence": 3}):
+        result = judged("monotonic", returns("a dog runs ."), {"monotonic": record})
+        assert result.points == 0, record
 
 
-# ------------------------------------ the cells that run the student's functions on the model
+class _Translation:
+    def __init__(self, source, output, weights):
+        self.source_tokens, self.output_tokens = source, output
+        self.word_attention = np.asarray(weights, dtype=float)
 
 
-def test_ready_says_which_function_to_write_first_and_never_raises(capsys):
-    solution = notebook_functions(SOLUTION)
-    untouched = notebook_functions(EXERCISE)
-    names = ("fertility", "jump_distribution", "punctuation_mass")
-    assert checks.ready(*(solution[n] for n in names))
-    assert capsys.readouterr().out == ""
+class _Translator:
+    """Stands in for the student's E10.2 model: translates one sentence to a fixed German."""
 
-    def forgot_return(weights):
-        weights.sum(axis=0)
+    def __init__(self, record):
+        self.record = record
 
-    def crashes(weights):
-        return weights[10]
+    def translate(self, sentences):
+        assert sentences == [self.record["sentence"]]
+        return [_Translation(self.record["source_tokens"], self.record["output_tokens"],
+                             self.record["weights"])]
 
-    assert not checks.ready(solution["fertility"], untouched["jump_distribution"],
-                            forgot_return, crashes, None)
-    printed = capsys.readouterr().out
-    assert "`jump_distribution` is not written yet" in printed
-    assert "`forgot_return` returned None: did you forget `return`?" in printed
-    assert "`crashes` raised IndexError" in printed and "weights[10]" in printed
-    assert "is not a function" in printed and "`fertility`" not in printed
+
+def test_the_check_cell_records_the_students_model_and_judges_that_record(monkeypatch,
+                                                                         capsys):
+    record = FINDS["finds"]["many-to-one"]
+    monkeypatch.setattr(checks, "_your_translator", lambda: _Translator(record))
+    shown = []
+    monkeypatch.setattr("course_utils.checks.records._display",
+                        lambda document: shown.append(document), raising=False)
+    result = checks.check_many_to_one(returns(record["sentence"]))
+    assert result.passed, result
+    out = capsys.readouterr().out
+    assert "reads most" in out and record["sentence"] in out  # what to read by eye
+    assert checks.EXERCISE.checks["many-to-one"].verdict(returns(record["sentence"])).passed
+
+
+def test_without_the_students_model_the_check_says_to_run_e10_2_first(monkeypatch, tmp_path,
+                                                                       capsys):
+    monkeypatch.setenv("COURSE_RUNS_DIR", str(tmp_path))
+    monkeypatch.setattr("course_utils.checks.records._MADE", {})
+    result = checks.check_reordering(returns("a dog runs ."))
+    assert result.points == 0 and "no record" in result.message
+    assert "run E10.2 first" in capsys.readouterr().out
+
+
+def test_in_a_handout_the_check_keeps_the_record_and_leaves_the_decision_to_the_grader(
+        monkeypatch):
+    monkeypatch.setattr(checks, "HIDDEN", None)
+    record = FINDS["without"]["reordering"]["record"]
+    with submitted({"reordering": record}):
+        result = checks.EXERCISE.checks["reordering"].verdict(returns(record["sentence"]))
+    assert result.pending and result.points == 0 and str(result).startswith("[RECORDED]")
+    assert checks.CRITERIA["reordering"] in result.message
+
+
+def test_records_are_read_from_a_notebooks_saved_outputs_only_for_their_exercise():
+    record = FINDS["finds"]["monotonic"]
+    output = {"output_type": "display_data", "metadata": {}, "data": {
+        RECORD_MIME: {"exercise": "E10.3", "part": "monotonic", "record": record}}}
+    other = {"output_type": "display_data", "metadata": {}, "data": {
+        RECORD_MIME: {"exercise": "E10.2", "part": "reordering", "record": record}}}
+    notebook = {"cells": [{"cell_type": "code", "outputs": [other, output]},
+                          {"cell_type": "markdown"}, "not a cell"]}
+    assert records_in(notebook, "E10.3") == {"monotonic": record}
+    assert records_in({"cells": "no"}, "E10.3") == {} == records_in([], "E10.3")
 
 
 def test_probe_sentences_are_a_dict_of_sentences_or_nothing_with_a_reason(capsys):
-    def mine():
-        return {"verb last": ("a girl smiles when her mother takes a picture .",)}
+    probes = checks.probe_sentences
 
-    assert checks.probe_sentences(mine) == {
-        "verb last": ["a girl smiles when her mother takes a picture ."]}
-    untouched = notebook_functions(EXERCISE)["my_probes"]
-    assert checks.probe_sentences(untouched) == {}
-    assert "`my_probes` is not written yet" in capsys.readouterr().out
-    for wrong, says in [(["a dog runs ."], "must return a dict {phenomenon: [English sentences]}; "
-                                           "got list"),
-                        ({}, "got dict (empty)"),
-                        ({"compound": "a soccer ball ."}, "must be a list of English sentences"),
-                        ({"compound": []}, "at least one"),
-                        ({"compound": ["a dog runs .", 3]}, "got list")]:
-        assert checks.probe_sentences(lambda wrong=wrong: wrong) == {}
-        assert says in capsys.readouterr().out
+    def raises():
+        raise NotImplementedError
+
+    assert probes(raises) == {} and "not written yet" in capsys.readouterr().out
+    assert probes(lambda: ["a dog runs ."]) == {} and "must return a dict" in \
+        capsys.readouterr().out
+    assert probes(lambda: {"verb last": "one string"}) == {}
+    assert "list of English sentences" in capsys.readouterr().out
+    assert probes(lambda: {"verb last": ["a dog runs ."]}) == {"verb last": ["a dog runs ."]}
+    assert "at least two" in capsys.readouterr().out
+    assert probes(None) == {} and "not a function" in capsys.readouterr().out
 
 
-def test_without_the_graders_answers_the_known_matrices_still_check_and_name_mistakes(
-        monkeypatch):
-    """A handout has no checks/hidden_e10_3.py: its checks run the known matrices (answers
-    written by hand), name the usual mistakes there and say that the grader adds random ones.
-    A function that only recites the known answers passes there, and fails once graded."""
-    solution = notebook_functions(SOLUTION)
-
-    def recited(weights):  # knows the seven answers by heart, nothing else
-        for name, known in checks.MATRICES.items():
-            if known.shape == np.shape(weights) and np.allclose(known, weights):
-                return np.array(checks.FERTILITY[name])
-        return np.zeros(np.shape(weights)[1])
-
-    graded = checks.check_fertility(recited)
-    assert not graded.passed and "random" in graded.message
-    monkeypatch.setattr(checks, "HIDDEN", None)
-    for check in checks.EXERCISE.checks.values():
-        result = check(solution[check.target])
-        assert result.passed and "7 known matrices" in result.message, result
-    assert checks.check_fertility(recited).passed
-    mean = checks.check_fertility(lambda w: np.asarray(w).sum(0) / len(w))
-    assert not mean.passed and "divided by the number of output steps" in mean.message
-    signs = checks.check_jump_distribution(
-        lambda w: {-k: v for k, v in solution["jump_distribution"](w).items()})
-    assert not signs.passed and "signs are flipped" in signs.message
-    unsigned = checks.check_jump_distribution(
-        lambda w: _unsigned_shares(solution["jump_distribution"](w)))
-    assert not unsigned.passed and "keep the sign" in unsigned.message
+# ------------------------------------------------- the criteria on hand-made alignments
 
 
-def _unsigned_shares(shares):
-    out = {}
-    for jump, share in shares.items():
-        out[abs(jump)] = out.get(abs(jump), 0.0) + share
-    return out
+def alignment(english, german, columns, weight=0.8):
+    """Each German word reading the English position of ``columns`` with ``weight`` (None: a
+    uniform row), the rest spread evenly."""
+    source, output = tuple(english.split()), tuple(german.split())
+    weights = np.full((len(output), len(source)), 0.0)
+    for row, column in enumerate(columns):
+        if column is None:
+            weights[row] = 1 / len(source)
+        else:
+            weights[row] = (1 - weight) / (len(source) - 1)
+            weights[row, column] = weight
+    return checks.Alignment(english, source, output, weights)
+
+
+def lacks(part, found):
+    return hidden.lacks(part, found, checks.THRESHOLDS)
+
+
+def test_a_long_diagonal_is_monotonic_and_one_step_back_is_not():
+    english = "a man in a blue shirt is standing on a ladder ."
+    diagonal = alignment(english, "ein mann in einem blauen hemd steht auf einer leiter .",
+                         [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 11])
+    assert lacks("monotonic", diagonal) is None
+    back = alignment(english, "ein mann in einem blauen hemd steht auf einer leiter .",
+                     [0, 1, 2, 3, 5, 4, 7, 8, 9, 10, 11])
+    assert "moves left" in lacks("monotonic", back) and "blauen (shirt" in lacks("monotonic",
+                                                                                 back)
+
+
+def test_monotonic_needs_six_confident_words_on_six_english_words():
+    short = alignment("a dog runs .", "ein hund rennt .", [0, 1, 2, 3])
+    assert "only 3 German words" in lacks("monotonic", short)
+    spread = alignment("a man in a blue shirt is standing .",
+                       "ein mann in einem blauen hemd steht .", [0, 1, 2, 3, 4, 5, 7, 8], 0.4)
+    assert "only 0 German words" in lacks("monotonic", spread)
+    stuck = alignment("a man in a blue shirt is standing .",
+                      "ein mann mann mann in in einem hemd steht .",
+                      [0, 1, 1, 1, 2, 2, 3, 3, 7, 8])
+    assert "read only 5 different English words" in lacks("monotonic", stuck)
+
+
+def test_a_verb_moved_to_the_end_of_its_clause_is_a_reordering():
+    # "she smiles when her dog barks" -> "sie lächelt , wenn ihr hund bellt": the same order;
+    # "he has eaten something" -> "er hat etwas gegessen": the participle moves to the end
+    moved = alignment("he has eaten something .", "er hat etwas gegessen .", [0, 1, 3, 2, 4])
+    assert lacks("reordering", moved) is None
+    assert "etwas (something 0.80), then gegessen (eaten 0.80)" in hidden.shows(
+        "reordering", moved, checks.THRESHOLDS)
+    kept = alignment("he has eaten something .", "er hat gegessen etwas .", [0, 1, 2, 3, 4])
+    assert "no two confidently read German words" in lacks("reordering", kept)
+
+
+def test_a_word_read_again_far_back_or_a_crossing_of_unsure_rows_is_no_reordering():
+    english = "a man with a hat holds a red ball in his hand ."
+    again = alignment(english, "ein mann mit einem hut hält einen roten ball in der hand hut .",
+                      [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 4])
+    assert lacks("reordering", again) is not None  # hut again: far back, and read before
+    unsure = alignment("he has eaten something .", "er hat etwas gegessen .",
+                       [0, 1, 3, 2, 4], 0.45)
+    assert lacks("reordering", unsure) is not None
+    marks = alignment("stop , and the .", ". , der und", [4, 1, 3, 2])
+    assert lacks("reordering", marks) is not None  # punctuation and function words only
+
+
+def test_one_content_word_reading_two_neighbouring_english_words_is_many_to_one():
+    english = "a boy is playing soccer ."
+    split = alignment(english, "ein junge spielt fußball .", [0, 1, 2, 4, 5])
+    split.weights[2] = [0.02, 0.08, 0.4, 0.45, 0.03, 0.02]  # spielt: is + playing
+    assert lacks("many-to-one", split) is None
+    assert hidden.shows("many-to-one", split, checks.THRESHOLDS) == \
+        "spielt reads is 0.40 + playing 0.45"
+    article = alignment(english, "ein junge spielt fußball .", [0, 1, 3, 4, 5])
+    article.weights[0] = [0.45, 0.4, 0.05, 0.05, 0.03, 0.02]  # ein: a + boy, a function word
+    assert "no German content word" in lacks("many-to-one", article)
+    apart = alignment(english, "ein junge spielt fußball .", [0, 1, 3, 4, 5])
+    apart.weights[3] = [0.02, 0.4, 0.05, 0.05, 0.45, 0.03]  # fußball: boy + soccer, not neighbours
+    assert lacks("many-to-one", apart) is not None
+    stop = alignment(english, "ein junge spielt fußball .", [0, 1, 3, 4, 5])
+    stop.weights[3] = [0.02, 0.02, 0.05, 0.05, 0.45, 0.41]  # fußball: soccer + the full stop
+    assert lacks("many-to-one", stop) is not None

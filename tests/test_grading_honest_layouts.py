@@ -18,6 +18,7 @@ from helpers import ROOT, calibrated_limits
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_utils.checks import exercise_ids, get_exercise, notebook_of
+from course_utils.checks.records import RECORD_MIME
 from course_utils.tools.grading import grade_folder
 from course_utils.tools.grading.shards import read_record
 
@@ -49,11 +50,14 @@ def _answers(exercise_id: str) -> tuple[str, list[str]]:
 
 def one_cell_of_its_own(exercise_id: str) -> nbformat.NotebookNode:
     """A notebook of the student's own making: a title, then every answer in one cell with its
-    imports and a comment; no cell of the handout's."""
+    imports and a comment; no cell of the handout's but, for a part judged on a record of the
+    student's own run (E10.3's finds), the cell that ran its check, saved with its output."""
     imports, cells = _answers(exercise_id)
     source = f"# my answers to {exercise_id}\n{imports}\n\n\n" + "\n\n\n".join(cells)
+    ran = [c for c in _solution(exercise_id).cells if c.cell_type == "code"
+           and any(RECORD_MIME in o.get("data", {}) for o in c.outputs)]
     return new_notebook(cells=[new_markdown_cell(f"# {exercise_id}, my way"),
-                               new_code_cell(source)])
+                               new_code_cell(source), *ran])
 
 
 def run_through_a_dict(exercise_id: str) -> nbformat.NotebookNode:

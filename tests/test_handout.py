@@ -83,32 +83,29 @@ def test_the_handout_holds_what_students_need_and_nothing_else(made):
     assert os.access(made / "postBuild", os.X_OK)
 
 
-def test_a_handouts_checks_run_the_known_examples_without_the_graders_answers(made):
-    """E10.3's checks in a handout: the worked measures pass on the known matrices, a usual
-    mistake is named, and the message says that the grader adds random matrices."""
-    measures = "\n\n".join(
-        cell.source for cell in nbformat.read(ROOT / "solutions" / "E10.3-reading-attention-heatmaps.ipynb",
-                               as_version=4).cells
-        if cell.cell_type == "code" and cell.source.lstrip().startswith(("def fertility",
-                                                                           "def jump_dist",
-                                                                           "def punctuation")))
+def test_a_handouts_checks_keep_the_record_and_leave_the_decision_to_the_grader(made):
+    """E10.3's finds in a handout, where the grader's criteria are not: the check reads the
+    record of the student's sentence, says that it is judged when graded (with the criterion to
+    read it against), and decides nothing, a find and a sentence without the pattern alike."""
+    finds = json.loads((ROOT / "tests" / "data" / "e10_3_finds.json").read_text(encoding="utf-8"))
     script = textwrap.dedent(f"""
-        import re, string, sys
+        import json, sys
         sys.path.insert(0, {str(made)!r})
-        import numpy as np
         from course_utils.checks import e10_3
+        from course_utils.checks.records import submitted
         assert e10_3.HIDDEN is None and e10_3.__file__.startswith({str(made)!r})
-        exec({measures!r})
-        for check in (e10_3.check_fertility, e10_3.check_jump_distribution,
-                      e10_3.check_punctuation_mass):
-            print(check(globals()[check.target]).message)
-        print(e10_3.check_fertility(lambda w: np.asarray(w).sum(0) / len(w)).message)
+        finds = json.loads({json.dumps(finds)!r})
+        for record in (finds["finds"]["reordering"], finds["without"]["reordering"]["record"]):
+            with submitted({{"reordering": record}}):
+                result = e10_3.check_reordering.verdict(lambda: record["sentence"])
+            print(result.pending, result.points, str(result)[:11])
+            print(result.message)
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          cwd=made, check=True).stdout.splitlines()
-    assert len(out) == 4 and all("7 known matrices" in line and "random matrices" in line
-                                 for line in out[:3]), out
-    assert "divided by the number of output steps" in out[3]
+    assert out[0] == out[2] == "True 0.0 [RECORDED] ", out
+    assert all("decided when your notebook is graded" in line and "The criterion:" in line
+               for line in out[1::2]), out
 
 
 def test_the_exercises_are_exactly_the_generated_ones_without_outputs(made):

@@ -34,7 +34,7 @@ ASSIGNMENTS = {"E10.1": "E10.1-attention-by-hand.ipynb",
                "E10.3": "E10.3-reading-attention-heatmaps.ipynb",
                "E10.4": "E10.4-dot-and-general-scores.ipynb"}
 #: the points each exercise's table lists: automatic, written
-POINTS = {"E10.1": (8, 3), "E10.2": (15, 8), "E10.3": (9, 5), "E10.4": (9, 3)}
+POINTS = {"E10.1": (8, 3), "E10.2": (15, 8), "E10.3": (6, 5), "E10.4": (9, 3)}
 
 
 def nbgrader_meta(cell) -> dict:
@@ -99,6 +99,9 @@ def test_a_test_cell_is_worth_what_the_check_gives_and_never_raises(capsys):
     assert nbgrader_points("E10.1", "context", {}) == 0.0  # the function is not defined
     captured = capsys.readouterr()
     assert captured.err == "" and "to stderr" in captured.out
+    # a part judged on the record of the student's own run is left to course-grade
+    assert nbgrader_points("E10.3", "monotonic", {"monotonic_example": lambda: "a dog ."}) == 0
+    assert "Grade it with course-grade" in capsys.readouterr().out
 
 
 def test_a_written_answer_must_name_its_question():
@@ -278,7 +281,11 @@ def test_nbgrader_releases_and_autogrades_the_exercises(exported, tmp_path):
                 assert answer not in released
         # autograde: every part full marks for the solutions, zero for the untouched notebook
         parts = {f"test_{name}": check.points for name, check in exercise.checks.items()}
-        assert {k: v for k, v in scores["solutions"].items() if k in parts} == parts
+        # a part judged on a record of the student's own run (E10.3's finds) is course-grade's:
+        # nbgrader clears the record and re-runs without the student's model, so it gives 0
+        recorded = {f"test_{name}" for name in exercise.recorded}
+        assert {k: v for k, v in scores["solutions"].items() if k in parts} == {
+            k: 0.0 if k in recorded else v for k, v in parts.items()}
         assert {k: v for k, v in scores["untouched"].items() if k in parts} == dict.fromkeys(
             parts, 0.0)
         assert sum(parts.values()) == POINTS[assignment][0]

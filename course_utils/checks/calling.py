@@ -14,7 +14,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NOT_IMPLEMENTED", "CheckFailed", "call_student", "student_line", "try_run"]
+__all__ = ["NOT_IMPLEMENTED", "CheckFailed", "CheckPending", "call_student", "student_line",
+           "try_run"]
 
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` with your code"
 
@@ -26,6 +27,12 @@ class CheckFailed(Exception):
         super().__init__(message)
         self.message = message
         self.points = points
+
+
+class CheckPending(CheckFailed):
+    """Raised inside a check body that cannot decide here (a student's copy of the course
+    lacks the grader's criteria) but has kept what the grader will judge: no points yet, and
+    ``message`` says when they are decided."""
 
 
 # ------------------------------------------------------------------ where the student erred

@@ -1,409 +1,321 @@
-"""Checks for exercise E10.3: reading attention heatmaps.
+"""Checks for exercise E10.3: reading attention heatmaps, on the student's own model.
 
-Students write three measures of an attention matrix that :mod:`course_utils.alignment` does not
-have. Each check runs the student's function on hand-made matrices whose answers are known (a
-diagonal, a verb-final reordering, a reversal, matrices taller and wider than square, a phrase
-read by one word) and on random ones drawn afresh in every graded run, and names the likely
-mistake without printing the answer:
+The course page's Part 3 asks for examples of three patterns in the student's own model:
+**monotonic alignment**, **reordering** and **many-to-one alignment**. The student finds them
+by reading heatmaps and hands in one English sentence for each, returned by a function of
+their own (``monotonic_example()``, ``reordering_example()``, ``many_to_one_example()``).
 
-- ``fertility(weights)``: the total attention each source position receives over the output;
-- ``jump_distribution(weights)``: ``{jump: share}`` of the moves ``a[i + 1] - a[i]`` between
-  consecutive steps' aligned (arg max) source positions;
-- ``punctuation_mass(weights, source_tokens)``: per output step, the weight left on source
-  tokens that are punctuation.
+Each check cell translates the sentence with the student's E10.2 model (``runs/e10.2/`` beside
+the notebook), prints the hard alignment and the confident cells, and shows a **record** of the
+translation (the sentence, its tokens, the German and the attention matrix, rounded) in its
+output, saved with the notebook (:mod:`course_utils.checks.records`). The grader never has the
+student's model, so it judges the record saved in the submitted notebook, and checks that it is
+a record of the sentence the student's function returns.
 
-The answers for the known matrices are constants, written by hand. The answers for the random
-matrices come from :mod:`course_utils.checks.hidden_e10_3`, which the student handout leaves
-out: in a handout the checks run the known matrices only (and say that the grader adds random
-ones), so that no copy of the answers ships with the exercise. A function that calls or imports
-:mod:`course_utils.alignment` or that module, directly or through a helper, earns nothing: the
-exercise is to write the measures.
+Whether a record shows its pattern is decided by the criteria the exercise states
+(:data:`CRITERIA`), computed in :mod:`course_utils.checks.hidden_e10_3`, which a student's
+handout leaves out: the finding is the student's (reading heatmaps), not a loop over the test
+set that asks an oracle. In the course's repository the check decides at once and names what a
+pick lacks; in a handout it keeps the record and says that it is judged when graded.
 
-The written answers (what each measure finds in the student's own model on the 2017 test set,
-the student's own probe sentences, and that model against notebook 4's) are graded by hand.
-:func:`ready` and :func:`probe_sentences` serve the cells that use the student's code on the
-model's translations, so that Run All on an unfinished exercise reaches every check and the
-score.
+The written parts (reading each find, and whether the model learned the word-order differences
+between English and German) are graded by hand. :func:`probe_sentences` serves Part 4's cell,
+which translates the student's own probe sentences.
 """
 
 from __future__ import annotations
 
-import string
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 
-from course_utils.checks.calling import CheckFailed, call_student, student_line
+from course_utils.checks.calling import CheckFailed, CheckPending, call_student, student_line
 from course_utils.checks.framework import Exercise
-from course_utils.checks.hints import raise_named
-from course_utils.checks.probes import fresh_seed
+from course_utils.checks.records import current, show_record
 
 HIDDEN: ModuleType | None
-try:  # the grader's answers for random matrices; a student handout has no such module
+try:  # the grader's criteria; a student's handout has no such module
     import course_utils.checks.hidden_e10_3 as HIDDEN
 except ImportError:
     HIDDEN = None
 
-
-def _graders() -> ModuleType:
-    """The grader's answers. Only the random matrices ask for them, and those are drawn only
-    where the answers are."""
-    if HIDDEN is None:
-        raise RuntimeError("this copy of the course has no course_utils/checks/hidden_e10_3.py")
-    return HIDDEN
-
-__all__ = ["EXERCISE", "MATRICES", "REFERENCE", "check_fertility", "check_jump_distribution",
-           "check_punctuation_mass", "probe_sentences", "ready"]
+__all__ = ["CONFIDENT", "CRITERIA", "EXERCISE", "MONOTONIC_WORDS", "NEAR", "SHARE", "THRESHOLDS",
+           "Alignment", "Thresholds",
+           "check_many_to_one", "check_monotonic", "check_reordering", "probe_sentences",
+           "read_record"]
 
 EXERCISE = Exercise("E10.3", "Reading attention heatmaps")
 
-#: The library module of notebook 5's alignment measures, and the grader's answers (where this
-#: copy of the course has them): a function that uses either scores 0.
-REFERENCE = ("course_utils.alignment",) + (("course_utils.checks.hidden_e10_3",) if HIDDEN else ())
 
 
-def _rows(*rows) -> np.ndarray:
-    return np.array(rows, dtype=float)
+@dataclass(frozen=True)
+class Thresholds:
+    """The numbers of the criteria, as the exercise states them."""
+
+    #: A German word is read *confidently* when its row's largest weight is at least this
+    #: (notebook 5's threshold): then its hard alignment (that weight's column) can be trusted.
+    confident: float = 0.5
+    #: Monotonic: at least this many confident German words, on as many English words.
+    monotonic_words: int = 6
+    #: Reordering: the two crossing German words at most this many steps apart, and their
+    #: English words at most this many positions apart (a local move, not a word read again
+    #: far back).
+    near: int = 3
+    #: Many-to-one: each English word a German word reads gives it at least this weight.
+    share: float = 0.3
 
 
-#: Known matrices, rows = output steps. Comments give the hard alignment (arg max of each row).
-MATRICES = {
-    "diagonal": np.eye(4) * 0.9 + 0.025,  # 0 1 2 3
-    # "he has eaten something" -> "er hat etwas gegessen": the verb goes last
-    "verb-final": _rows([0.9, 0.05, 0.05, 0.0], [0.05, 0.9, 0.05, 0.0],
-                        [0.0, 0.05, 0.05, 0.9], [0.0, 0.1, 0.85, 0.05]),  # 0 1 3 2
-    "reversal": np.fliplr(np.eye(4)) * 0.85 + 0.0375,  # 3 2 1 0
-    # more output steps than source words; two steps stay on word 1
-    "tall": _rows([0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.2, 0.6, 0.2], [0.1, 0.1, 0.8],
-                  [0.5, 0.3, 0.2], [0.05, 0.05, 0.9]),  # 0 1 1 2 0 2
-    # fewer output steps than source words
-    "wide": _rows([0.1, 0.6, 0.1, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.1, 0.1, 0.6],
-                  [0.1, 0.1, 0.1, 0.5, 0.1, 0.1]),  # 1 5 3
-    # "the boy is playing" -> "der junge spielt": one step reads two words
-    "phrase": _rows([0.9, 0.1, 0.0, 0.0], [0.05, 0.9, 0.05, 0.0], [0.0, 0.05, 0.45, 0.5]),
-    "one step": _rows([0.2, 0.7, 0.1]),
+THRESHOLDS = Thresholds()
+CONFIDENT, MONOTONIC_WORDS = THRESHOLDS.confident, THRESHOLDS.monotonic_words
+NEAR, SHARE = THRESHOLDS.near, THRESHOLDS.share
+
+#: The criteria, as the exercise states them (a token is punctuation when
+#: ``course_utils.alignment.word_class`` says so: every character of it a punctuation mark).
+CRITERIA = {
+    "monotonic": (f"at least {MONOTONIC_WORDS} German words that are not punctuation are read "
+                  f"confidently (largest weight >= {CONFIDENT}), on at least {MONOTONIC_WORDS} "
+                  "different English words, and no two of them cross: in the order the German "
+                  "is written, their hard alignments never move left"),
+    "reordering": (f"two German words read confidently (largest weight >= {CONFIDENT}), "
+                   "neither punctuation and at least one a content word (not <unk>), at most "
+                   f"{NEAR} steps apart, cross: the later one reads an English word to the left "
+                   f"of the earlier one's, at most {NEAR} positions away, and reads it for the "
+                   "first time (no confidently read German content word before it has that "
+                   "hard alignment)"),
+    "many-to-one": (f"one German content word (not <unk>) gives at least {SHARE} of its weight "
+                    "to each of two or more neighbouring English words, none of them "
+                    "punctuation"),
 }
 
-#: Hand-computed answers for the known matrices (the tests hold the checks to them).
-FERTILITY = {
-    "diagonal": [1.0, 1.0, 1.0, 1.0],
-    "verb-final": [0.95, 1.1, 1.0, 0.95],
-    "reversal": [1.0, 1.0, 1.0, 1.0],
-    "tall": [1.65, 2.05, 2.3],
-    "wide": [0.25, 0.75, 0.3, 0.7, 0.25, 0.75],
-    "phrase": [0.95, 1.05, 0.5, 0.5],
-    "one step": [0.2, 0.7, 0.1],
-}
-JUMPS = {
-    "diagonal": {1: 1.0},
-    "verb-final": {1: 1 / 3, 2: 1 / 3, -1: 1 / 3},
-    "reversal": {-1: 1.0},
-    "tall": {1: 0.4, 0: 0.2, -2: 0.2, 2: 0.2},
-    "wide": {4: 0.5, -2: 0.5},
-    "phrase": {1: 0.5, 2: 0.5},
-    "one step": {},  # a single step: no jump at all
-}
-#: Source tokens for the known matrices (one per column), and the weight each output step
-#: leaves on the punctuation among them.
-TOKENS = {
-    "diagonal": ["a", "dog", "runs", "."],
-    "verb-final": ["he", "has", "eaten", "something"],
-    "reversal": ["stop", ",", "go", "."],
-    "tall": ["yes", ",", "t-shirt"],
-    "wide": ["a", "man", "'s", "hat", "!", "."],
-    "phrase": ["the", "boy", "--", "playing"],
-    "one step": [".", "a", ","],
-}
-PUNCTUATION_MASS = {
-    "diagonal": [0.025, 0.025, 0.025, 0.925],
-    "verb-final": [0.0, 0.0, 0.0, 0.0],
-    "reversal": [0.925, 0.075, 0.925, 0.075],
-    "tall": [0.2, 0.8, 0.6, 0.1, 0.3, 0.05],
-    "wide": [0.1, 0.7, 0.2],
-    "phrase": [0.0, 0.05, 0.45],
-    "one step": [0.3],
-}
+#: Each part: (the pattern, the student's function that returns the sentence).
+FINDS = {"monotonic": "monotonic_example", "reordering": "reordering_example",
+         "many-to-one": "many_to_one_example"}
 
-#: Words and punctuation the random cases draw their source tokens from: words with a hyphen or
-#: an apostrophe are words; a token is punctuation when every character of it is.
-_WORDS = ("a", "man", "t-shirt", "'s", "dog", "red", "o'clock", "in")
-_MARKS = (".", ",", "!", "?", "--", '"', ":", "(")
+#: Decimals the record keeps of each weight: enough for every criterion, small to save.
+DECIMALS = 3
+#: Tokens a record may hold on each side: a caption, not an essay.
+MAX_TOKENS = 80
 
 
-def _random_cases(seed: int = 7) -> dict[str, tuple[np.ndarray, list[str]]]:
-    rng = np.random.default_rng(fresh_seed(seed))
-    cases = {}
-    for t, s in [(5, 7), (8, 6), (9, 9)]:
-        weights = rng.dirichlet(np.full(s, 0.4), size=t)
-        marks = rng.random(s) < 0.35
-        marks[rng.integers(s)] = True  # at least one punctuation mark
-        tokens = [str(rng.choice(_MARKS if m else _WORDS)) for m in marks]
-        cases[f"random {t}x{s}"] = (weights, tokens)
-    return cases
+@dataclass(frozen=True)
+class Alignment:
+    """One translation as a record keeps it: rows of ``weights`` are the German words (the step
+    that wrote ``<eos>`` left out), columns the English tokens; each row sums to 1."""
+
+    sentence: str
+    source_tokens: tuple[str, ...]
+    output_tokens: tuple[str, ...]
+    weights: np.ndarray  # (len(output_tokens), len(source_tokens))
+
+    def reads(self, step: int) -> str:
+        """``"hemd (shirt 0.81)"``: German word ``step``, the English word it reads most and the
+        weight."""
+        column = int(self.weights[step].argmax())
+        return (f"{self.output_tokens[step]} ({self.source_tokens[column]} "
+                f"{self.weights[step, column]:.2f})")
 
 
-def _cases() -> dict[str, tuple[np.ndarray, list[str]]]:
-    """The known matrices, then (where the grader's answers are) three random ones."""
-    known = {name: (weights, TOKENS[name]) for name, weights in MATRICES.items()}
-    return {**known, **(_random_cases() if HIDDEN else {})}
+# ------------------------------------------------------------------------ making a record
 
 
-def _passed(what: str) -> str:
-    """The message of a passed check; in a handout, it says what the grader adds."""
-    if HIDDEN:
-        return f"correct: {what}"
-    return (f"correct on the {len(MATRICES)} known matrices: {what} (when graded, it also "
-            "runs on random matrices drawn afresh)")
+_TRANSLATORS: dict[tuple[str, float], object] = {}
 
 
-def _call(fn: Callable, weights: np.ndarray, *args, name: str = "test"):
-    given = f"the {name} matrix, shape {weights.shape}"
-    result = call_student(fn, weights.copy(), *args, given=given)  # a copy: changes don't count
-    if result is None:
-        raise CheckFailed("your function returned None: did you forget `return`?")
-    return result
+def _your_translator():
+    """The student's own E10.2 attention model (``runs/e10.2/attention.pt`` beside the notebook),
+    loaded once per file; raises ``FileNotFoundError`` saying what to run when it is missing."""
+    from course_utils.checkpoints import E10_2_RUN, display_path
+    from course_utils.translation import Translator
+
+    path = E10_2_RUN.checkpoint("attention")
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"your E10.2 model was not found at {display_path(path)}. This part is judged on "
+            "your own model: run E10.2 first (it saves it there), then this cell again")
+    key = (str(Path(path).resolve()), path.stat().st_mtime)
+    if key not in _TRANSLATORS:
+        _TRANSLATORS[key] = Translator.from_checkpoint(path)
+    return _TRANSLATORS[key]
 
 
-def _vector(result, what: str, name: str, weights: np.ndarray, length: int) -> np.ndarray:
-    if hasattr(result, "detach"):
-        result = result.detach().cpu().numpy()
-    try:
-        array = np.asarray(result, dtype=float)
-    except (TypeError, ValueError):
-        raise CheckFailed(f"return an array of numbers, {what}; got "
-                          f"{type(result).__name__}") from None
-    tgt_len, src_len = weights.shape
-    other = src_len if length == tgt_len else tgt_len
-    if array.shape == (other,) and other != length:
-        raise CheckFailed(f"on the {name} matrix ({tgt_len} output steps x {src_len} source "
-                          f"words) you returned {other} values: return one {what}")
-    if array.shape != (length,):
-        raise CheckFailed(f"on the {name} matrix, expected one value {what}, shape "
-                          f"({length},); got {array.shape}")
-    return array
+def _sentence(value: object, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise CheckFailed(f"`{name}` must return one English sentence (a non-empty string); "
+                          f"got {type(value).__name__}: {str(value)[:80]}")
+    return value
 
 
-def _close(a, b) -> bool:
-    return np.shape(a) == np.shape(b) and bool(np.allclose(a, b, atol=1e-6))
+def _readout(found: Alignment, pattern: str) -> str:
+    """What the student reads against the criteria: each German word, the English word it reads
+    most (its hard alignment) and that weight, confident or not, and every English word it
+    gives at least :data:`SHARE`."""
+    lines = [f"{pattern}: {found.sentence}", f"  -> {' '.join(found.output_tokens)}",
+             f"  {'step':>4}  {'German':18}{'reads most (position)':>24}{'weight':>8}"
+             f"{'confident':>11}  other English words with weight >= {SHARE}"]
+    for step, word in enumerate(found.output_tokens):
+        row = found.weights[step]
+        column = int(row.argmax())
+        others = ", ".join(f"{found.source_tokens[j]} ({j}) {row[j]:.2f}"
+                           for j in np.flatnonzero(row >= SHARE) if j != column)
+        english = f"{found.source_tokens[column][:18]} ({column})"
+        lines.append(f"  {step:>4}  {word[:18]:18}{english:>24}{row[column]:>8.2f}"
+                     f"{'yes' if row[column] >= CONFIDENT else '':>11}  {others}".rstrip())
+    return "\n".join(lines)
 
 
-# ------------------------------------------------------------------------------ fertility
-
-
-@EXERCISE.check("fertility", points=2, target="fertility", own_work=REFERENCE)
-def check_fertility(fertility: Callable) -> str:
-    # matrices that are not square first: there a sum over the wrong axis has the wrong length
-    cases = sorted(_cases().items(), key=lambda case: case[1][0].shape[0] == case[1][0].shape[1])
-    for name, (weights, _) in cases:
-        tgt_len, src_len = weights.shape
-        got = _vector(_call(fertility, weights, name=name), "per source word", name, weights,
-                      src_len)
-        expected = (np.array(FERTILITY[name]) if name in FERTILITY
-                    else _graders().fertility(weights))
-        if _close(got, expected):
-            continue
-        winners = np.eye(src_len)[weights.argmax(axis=1)]  # one-hot rows of the arg max
-        raise_named(got, [
-            (expected / tgt_len, "you divided by the number of output steps: fertility is the "
-                                 "total a source word receives, not its mean"),
-            (winners.sum(axis=0), "that counts the steps whose largest weight is the word (hard "
-                                  "alignment); fertility adds up the weights themselves"),
-        ], _close)
-        wrong = np.flatnonzero(~np.isclose(got, expected, atol=1e-6)).tolist()
-        raise CheckFailed(f"wrong fertility for source positions {wrong} of the {name} matrix")
-    return _passed("each source word's total attention, summed over the output steps")
-
-
-# ------------------------------------------------------------------------------ jumps
-
-
-def _shares(result, name: str) -> dict[int, float]:
-    if not isinstance(result, dict):
-        raise CheckFailed("jump_distribution must return a dict {jump: share}; got "
-                          f"{type(result).__name__}")
-    shares = {}
-    for key, value in result.items():
+def _recorder(part: str) -> Callable[[Callable], None]:
+    """The check cell's first half: translate the student's sentence with their E10.2 model,
+    print what to read, and show the record (saved with the notebook)."""
+    def record(example: Callable) -> None:
         try:
-            jump, share = float(key), float(value)
-        except (TypeError, ValueError):
-            raise CheckFailed("keys are jumps (whole numbers), values their shares (numbers); "
-                              f"got {key!r}: {value!r} on the {name} matrix") from None
-        if jump != round(jump):
-            raise CheckFailed(f"a jump is a whole number of source positions; got {key!r}")
-        shares[int(jump)] = share
-    return shares
-
-
-def _same(a: dict[int, float], b: dict[int, float]) -> bool:
-    keys = {k for k, v in a.items() if v} | {k for k, v in b.items() if v}
-    return all(np.isclose(a.get(k, 0.0), b.get(k, 0.0), atol=1e-6) for k in keys) and (
-        bool(a) == bool(b))
-
-
-def _unsigned(shares: dict[int, float]) -> dict[int, float]:
-    """The shares of jump sizes, the sign dropped (a known mistake)."""
-    out: dict[int, float] = {}
-    for jump, share in shares.items():
-        out[abs(jump)] = out.get(abs(jump), 0.0) + share
-    return out
-
-
-@EXERCISE.check("jump_distribution", points=4, target="jump_distribution", own_work=REFERENCE)
-def check_jump_distribution(jump_distribution: Callable) -> str:
-    cases = {name: weights for name, (weights, _) in _cases().items()}
-    cases["empty (no output steps)"] = np.zeros((0, 4))
-    for name, weights in cases.items():
-        got = _shares(_call(jump_distribution, weights, name=name), name)
-        expected = (JUMPS[name] if name in JUMPS
-                    else {} if len(weights) < 2 else _graders().jump_shares(weights))
-        if _same(got, expected):
-            continue
-        jumps = max(len(weights) - 1, 0)
-        if not jumps:
-            steps = "a single output step" if len(weights) else "no output step at all"
-            raise CheckFailed(f"with {steps} ({name} matrix) there is no jump: return an "
-                              f"empty dict; you returned {got}")
-        counts = {k: v * jumps for k, v in expected.items()}
-        if _same(got, counts):
-            raise CheckFailed("those are counts of each jump: divide by the number of jumps, "
-                              "so that the shares add up to 1", points=2)
-        if _same(got, {-k: v for k, v in expected.items()}):
-            raise CheckFailed("the signs are flipped: a jump is a[i + 1] - a[i], positive when "
-                              "the next step reads further right in the source")
-        if _same(got, _unsigned(expected)):
-            raise CheckFailed("keep the sign: a jump back (to the left) is negative, and that is "
-                              "what shows a reordering")
-        if _same(got, {k: v / (1 - expected.get(0, 0.0)) for k, v in expected.items() if k}):
-            raise CheckFailed("staying on the same source word is a jump of 0, and it counts")
-        if HIDDEN and weights.shape[1] > 1 and _same(
-                got, _graders().shares(np.diff(weights.argmax(axis=0)))):
-            raise CheckFailed("those positions are the arg max of each column; the aligned "
-                              "position of a step is the arg max of its row (axis 1)")
-        raise CheckFailed(f"wrong shares on the {name} matrix")
-    return _passed("the share of each jump between consecutive steps' aligned positions")
-
-
-# ------------------------------------------------------------------------------ punctuation
-
-
-@EXERCISE.check("punctuation_mass", points=3, target="punctuation_mass", own_work=REFERENCE)
-def check_punctuation_mass(punctuation_mass: Callable) -> str:
-    for name, (weights, tokens) in _cases().items():
-        tgt_len = weights.shape[0]
-        got = _vector(_call(punctuation_mass, weights, list(tokens), name=name),
-                      "per output step", name, weights, tgt_len)
-        expected = (np.array(PUNCTUATION_MASS[name]) if name in PUNCTUATION_MASS
-                    else _graders().punctuation_mass(weights, list(tokens)))
-        if _close(got, expected):
-            continue
-        raise_named(got, [*_punctuation_mistakes(weights, tokens),
-                          (1 - expected, "that is the weight on the words; we want what is "
-                                         "left on punctuation")], _close)
-        raise CheckFailed(f"wrong mass for output steps "
-                          f"{np.flatnonzero(~np.isclose(got, expected, atol=1e-6)).tolist()} "
-                          f"of the {name} matrix (its tokens: {' '.join(tokens)})")
-    return _passed("each step's weight on the source punctuation")
-
-
-def _punctuation_mistakes(weights: np.ndarray, tokens: list[str]) -> list:
-    """(result, hint) for the known mistakes of marking punctuation: a mark inside a word
-    (t-shirt), only the full stop, and the share of punctuation tokens instead of the weight
-    on them. Each wrong result is the right one computed from a wrong set of marks, so it is
-    built from the grader's answer, where this copy of the course has it."""
-    if not HIDDEN:
-        return []
-    inside = ["." if any(ch in string.punctuation for ch in t) else "w" for t in tokens]
-    stops = ["." if t == "." else "w" for t in tokens]
-    marks = _graders().punctuation_mass(np.eye(len(tokens)), list(tokens))
-    tgt_len = weights.shape[0]
-    right = _graders().punctuation_mass(weights, list(tokens))
-    with_inside = _graders().punctuation_mass(weights, inside)
-    only_stops = _graders().punctuation_mass(weights, stops)
-    return [
-        (with_inside if not _close(with_inside, right) else None,
-         "a word with a hyphen or an apostrophe (t-shirt, 's) is a word: a token is "
-         "punctuation only when every character of it is"),
-        (only_stops if "." in tokens and not _close(only_stops, right) else None,
-         "you count only the full stop: commas, quotes and the other marks are punctuation "
-         "too (string.punctuation lists them)"),
-        (np.full(tgt_len, marks.mean()), "that is the share of punctuation tokens; add up "
-                                         "each step's weights on them"),
-    ]
-
-
-EXERCISE.manual_question(
-    "fertility_in_your_model",
-    points=1,
-    prompt="Your model's fertility on the 2017 test set: the English words it reads least and "
-           "most, and one of your translations where a word with low fertility is missing from "
-           "the German (or a high one is repeated).",
-)
-EXERCISE.manual_question(
-    "jumps_in_your_model",
-    points=1,
-    prompt="Your model's jump distribution on the 2017 test set: how often it moves one word "
-           "right, stays, skips or goes back, and what one of your largest backward jumps is "
-           "(a reordering German needs, or a repeated or dropped word).",
-)
-EXERCISE.manual_question(
-    "punctuation_in_your_model",
-    points=1,
-    prompt="Where your model leaves attention on the source punctuation: which output words "
-           "(by kind, and the step that writes <eos>) give it the most, with numbers from your "
-           "run, and what that attention is doing there.",
-)
-EXERCISE.manual_question(
-    "probes",
-    points=1,
-    prompt="Your own probe sentences (a clause where German puts the verb last; a compound "
-           "noun): what your model wrote, what its heatmaps show, and what that says about the "
-           "word order and the compounds it learned.",
-)
-EXERCISE.manual_question(
-    "comparison",
-    points=1,
-    prompt="Your model against notebook 4's on the same sentences, with your three measures: "
-           "what yours does that notebook 4's does not, and why, from how each was trained.",
-)
-
-
-# ------------------------------------------- the cells that use the student's functions
-
-
-#: A small attention matrix and its tokens for :func:`ready`.
-_SAMPLE = _rows([0.8, 0.1, 0.1], [0.1, 0.45, 0.45], [0.1, 0.1, 0.8])
-_SAMPLE_TOKENS = ["a", "dog", "."]
-_NEEDS_TOKENS = ("punctuation_mass",)
-
-
-def ready(*functions: object) -> bool:
-    """Whether each of the student's measures runs (and returns something) on a small
-    attention matrix. When one does not (not written yet, a crash, no ``return``), says which
-    and returns False: the cells that run them over the model's translations then skip that
-    measure instead of stopping Run All."""
-    problems = []
-    for function in functions:
-        name = getattr(function, "__name__", None) or type(function).__name__
-        if not callable(function):
-            problems.append(f"`{name}` is not a function: run the cell that defines it")
-            continue
-        extra = (list(_SAMPLE_TOKENS),) if name in _NEEDS_TOKENS else ()
-        try:
-            result = function(_SAMPLE.copy(), *extra)
+            sentence = _sentence(example(), FINDS[part])
+            (translation,) = _your_translator().translate([sentence])
         except NotImplementedError:
-            problems.append(f"`{name}` is not written yet")
-            continue
-        except Exception as error:  # the student's code: say what and where, never stop
-            problems.append(f"`{name}` raised {type(error).__name__}: {error}"
-                            f"{student_line(error)}")
-            continue
-        if result is None:
-            problems.append(f"`{name}` returned None: did you forget `return`?")
-    if problems:
-        print("Skipped here until your functions run: " + "; ".join(problems)
-              + ". Their checks above say what to fix.")
-    return not problems
+            return  # the part is not written yet: the check says so
+        except (CheckFailed, FileNotFoundError) as problem:
+            print(getattr(problem, "message", None) or str(problem))
+            return
+        except Exception as error:  # the student's code or sentence: say so, never stop
+            print(f"No record made: {type(error).__name__}: {error}{student_line(error)}")
+            return
+        weights = np.round(translation.word_attention.astype(float), DECIMALS)
+        found = Alignment(sentence, tuple(translation.source_tokens),
+                          tuple(translation.output_tokens), weights)
+        print(_readout(found, part))
+        show_record(EXERCISE.id, part, {
+            "sentence": sentence, "source_tokens": list(found.source_tokens),
+            "output_tokens": list(found.output_tokens), "weights": weights.tolist()})
+
+    return record
+
+
+# ------------------------------------------------------------------------ reading a record
+
+_NO_RECORD = ("no record of your model's translation of this sentence: run this part's check "
+              "cell with your own E10.2 model, then save the notebook (the grader judges the "
+              "record saved in it)")
+
+
+def _tokens(value: object, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not 0 < len(value) <= MAX_TOKENS or not all(
+            isinstance(t, str) and 0 < len(t) <= 100 for t in value):
+        raise ValueError(f"its {what} are not a list of 1 to {MAX_TOKENS} tokens")
+    return tuple(value)
+
+
+def read_record(record: object) -> Alignment:
+    """A record back as an :class:`Alignment`, strictly: the sentence, its English tokens as the
+    course's tokenizer splits it, the German tokens, and a matrix of their shape whose rows are
+    attention weights (each in [0, 1], rows summing to 1 to within the rounding). Raises
+    ``ValueError`` saying what is wrong."""
+    from course_utils.text import Tokenizer
+
+    if not isinstance(record, dict):
+        raise ValueError("it is not a record of a translation")
+    sentence = record.get("sentence")
+    if not isinstance(sentence, str) or not 0 < len(sentence) <= 1000:
+        raise ValueError("its sentence is missing")
+    source = _tokens(record.get("source_tokens"), "English tokens")
+    output = _tokens(record.get("output_tokens"), "German tokens")
+    if source not in {tuple(Tokenizer("en", lowercase)(sentence)) for lowercase in (True, False)}:
+        raise ValueError("its English tokens are not those of its sentence")
+    try:
+        weights = np.array(record.get("weights"), dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError("its attention matrix is not a matrix of numbers") from None
+    if weights.shape != (len(output), len(source)):
+        raise ValueError(f"its attention matrix has shape {weights.shape}, not one row per "
+                         f"German token and one column per English token "
+                         f"({len(output)}, {len(source)})")
+    if not np.all(np.isfinite(weights)) or weights.min() < 0 or weights.max() > 1:
+        raise ValueError("its attention weights are not all between 0 and 1")
+    if not np.allclose(weights.sum(axis=1), 1, atol=0.01 + 10 ** -DECIMALS * len(source)):
+        raise ValueError("the rows of its attention matrix do not sum to 1")
+    return Alignment(sentence, source, output, weights)
+
+
+def _judge(part: str, example: Callable) -> str:
+    """A find's check: the sentence the student's function returns, the record of it, and the
+    stated criterion for ``part`` (the grader's, where this copy of the course has it)."""
+    name = FINDS[part]
+    sentence = _sentence(call_student(example, given="no arguments"), name)
+    record = current(EXERCISE.id, part)
+    if record is None:
+        raise CheckFailed(_NO_RECORD)
+    try:
+        found = read_record(record)
+    except ValueError as problem:
+        raise CheckFailed(f"the record saved for this part cannot be read ({problem}): run its "
+                          "check cell again with your own E10.2 model and save the "
+                          "notebook") from None
+    if found.sentence != sentence:
+        raise CheckFailed(f"the record saved is of another sentence than `{name}` returns now: "
+                          "run its check cell again, then save the notebook")
+    if HIDDEN is None:
+        raise CheckPending(f"your model's translation and its attention are recorded in this "
+                           f"cell's output; whether they show {part} alignment is decided when "
+                           f"your notebook is graded, on this record. The criterion: "
+                           f"{CRITERIA[part]}. Read the table above against it")
+    lacking = HIDDEN.lacks(part, found, THRESHOLDS)
+    if lacking:
+        raise CheckFailed(f"your model's translation does not show {part} alignment: "
+                          f"{lacking}")
+    return f"found: {HIDDEN.shows(part, found, THRESHOLDS)}"
+
+
+@EXERCISE.check("monotonic", points=2, target="monotonic_example",
+                record=_recorder("monotonic"))
+def check_monotonic(monotonic_example: Callable) -> str:
+    return _judge("monotonic", monotonic_example)
+
+
+@EXERCISE.check("reordering", points=2, target="reordering_example",
+                record=_recorder("reordering"))
+def check_reordering(reordering_example: Callable) -> str:
+    return _judge("reordering", reordering_example)
+
+
+@EXERCISE.check("many-to-one", points=2, target="many_to_one_example",
+                record=_recorder("many-to-one"))
+def check_many_to_one(many_to_one_example: Callable) -> str:
+    return _judge("many-to-one", many_to_one_example)
+
+
+EXERCISE.manual_question(
+    "monotonic_reading",
+    points=1,
+    prompt="Your monotonic find: what your model wrote, and what its heatmap shows (where the "
+           "diagonal runs, which words stay on one English word or skip one, and why English "
+           "and German agree on this sentence's order).",
+)
+EXERCISE.manual_question(
+    "reordering_reading",
+    points=1,
+    prompt="Your reordering find: which German words cross, which English words they read, and "
+           "what moved (a verb to the end of its clause, a separable particle, an adjective or "
+           "a prepositional phrase), and whether German needs that order or the model read a "
+           "word out of place.",
+)
+EXERCISE.manual_question(
+    "many_to_one_reading",
+    points=1,
+    prompt="Your many-to-one find: which German word reads which English words, and whether it "
+           "is one word made from several (a compound, an auxiliary and its verb) or a word "
+           "reading its own English word and a neighbour.",
+)
+EXERCISE.manual_question(
+    "word_order",
+    points=2,
+    prompt="Does your model learn the word-order differences between English and German? Your "
+           "answer with your own evidence: your reordering find and your probe sentences, what "
+           "the model wrote and what their heatmaps show.",
+)
+
+
+# ------------------------------------------- the cell that uses the student's sentences
 
 
 def probe_sentences(my_probes: object) -> dict[str, list[str]]:

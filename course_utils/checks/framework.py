@@ -8,6 +8,11 @@ Both start the same way (:meth:`Check._opening`: a missing name, something not c
 class ``adapt`` refuses, a function that uses the reference), so a part earns the same in the
 notebook and under the grader.
 
+A part about the student's own trained model, which the grader never has, is judged on a
+*record* (:mod:`course_utils.checks.records`): its check cell makes one from the student's run
+(``record=``), shows it in the cell's output, where it is saved with the notebook, and judges
+it; the grader judges the record saved in the submitted file.
+
 An :class:`Exercise` registers its checks and its manually graded questions;
 :func:`get_exercise` finds one by id (``"E10.1"``); :func:`nbgrader_points` runs one part in an
 nbgrader test cell (see :mod:`course_utils.tools.nbgrader`).
@@ -22,7 +27,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from course_utils.checks.calling import NOT_IMPLEMENTED, CheckFailed
+from course_utils.checks.calling import NOT_IMPLEMENTED, CheckFailed, CheckPending
 from course_utils.checks.own_work import copied_from, module_files, references_to, watch_calls
 from course_utils.checks.probes import recording, replaying, run_seed
 from course_utils.checks.provenance import Origins, not_written_in_cells, watch_origins
@@ -53,13 +58,15 @@ class CheckResult:
     points: float
     max_points: float
     message: str
+    #: Not decided here: a record was kept for the grader, who decides (:class:`CheckPending`).
+    pending: bool = False
 
     @property
     def passed(self) -> bool:
         return self.points >= self.max_points
 
     def __str__(self) -> str:
-        mark = "PASS" if self.passed else "FAIL"
+        mark = "RECORDED" if self.pending else "PASS" if self.passed else "FAIL"
         return (
             f"[{mark}] {self.exercise} {self.name}: "
             f"{self.points:g}/{self.max_points:g} points. {self.message}"
@@ -74,6 +81,7 @@ class CheckResult:
             "points": self.points,
             "max_points": self.max_points,
             "passed": self.passed,
+            "pending": self.pending,
             "message": self.message,
         }
 
@@ -100,9 +108,14 @@ class Check:
     adapt: Callable[[object], Callable] | None = None
     #: What the student writes the part with, named when the part is refused as not own work.
     write_with: str = "NumPy"
+    #: For a part judged on a record of the student's own run (:mod:`.records`):
+    #: ``record(student_fn)`` makes it and shows it in the check cell's output, where it is saved
+    #: with the notebook. Only the check cell makes one (:meth:`__call__`); the body reads it
+    #: with :func:`.records.current`, and under the grader the one saved in the submission.
+    record: Callable[[Callable], None] | None = None
 
-    def _result(self, points: float, message: str) -> CheckResult:
-        return CheckResult(self.exercise, self.name, points, self.points, message)
+    def _result(self, points: float, message: str, pending: bool = False) -> CheckResult:
+        return CheckResult(self.exercise, self.name, points, self.points, message, pending)
 
     def _opening(self, student_fn: object) -> Callable | dict:
         """Before the body runs: the function to check, or why there is none as plain data (the
@@ -151,17 +164,33 @@ class Check:
         return self._result(0.0, "the kernel reported no result for this part")
 
     def __call__(self, student_fn: object) -> CheckResult:
-        """In the notebook: the part's result for the student's function (or class)."""
+        """In the notebook's check cell: the part's result for the student's function (or
+        class); a part judged on a record makes it first (``record``)."""
         function = self._opening(student_fn)
         if isinstance(function, dict):
             return self._stopped(function)
+        if self.record is not None:
+            try:
+                self.record(function)
+            except Exception as error:  # never raise: the body then says what is missing
+                print(f"No record was made: {type(error).__name__}: {error}")
+        return self._verdict(function)
+
+    def verdict(self, student_fn: object) -> CheckResult:
+        """The part's result, making no record: what :meth:`Exercise.grade` reports."""
+        function = self._opening(student_fn)
+        if isinstance(function, dict):
+            return self._stopped(function)
+        return self._verdict(function)
+
+    def _verdict(self, function: Callable) -> CheckResult:
         entered: list[str] = []
         origins: list[Origins | None] = []
-        points, message = self._run_body(self._watched(function, entered, origins))
+        points, message, pending = self._run_body(self._watched(function, entered, origins))
         seen = _entered(entered, origins)
         if any(seen.values()):
             return self._stopped(seen)
-        return self._result(points, message)
+        return self._result(points, message, pending)
 
     # ------------------------------------------------ under the grader: probe, then judge
 
@@ -189,25 +218,28 @@ class Check:
             return self._stopped(raw if isinstance(raw, dict) else {})
         problems: list[str] = []
         with run_seed(seed):
-            points, message = self._run_body(replaying(raw.get("calls", []), self.target,
-                                                       problems))
+            points, message, _ = self._run_body(replaying(raw.get("calls", []), self.target,
+                                                          problems))
         if problems:
             return self._result(0.0, problems[0])
         return self._result(min(max(float(points), 0.0), self.points), message)
 
-    def _run_body(self, student_fn: Callable) -> tuple[float, str]:
+    def _run_body(self, student_fn: Callable) -> tuple[float, str, bool]:
+        """The body's points and message, and whether it left the decision to the grader."""
         try:
             message = self.body(student_fn)
         except NotImplementedError:
-            return 0.0, NOT_IMPLEMENTED
+            return 0.0, NOT_IMPLEMENTED, False
+        except CheckPending as pending:
+            return 0.0, pending.message, True
         except CheckFailed as failed:
-            return min(failed.points, self.points), failed.message
+            return min(failed.points, self.points), failed.message, False
         except KeyboardInterrupt:  # the grader's time limit for this part (or Ctrl-C / Stop)
             return 0.0, (f"`{self.target}` was interrupted while being checked: under the "
-                         "grader, it ran past this part's time limit")
+                         "grader, it ran past this part's time limit"), False
         except BaseException as error:  # the student's code crashed or exited: never raise
-            return 0.0, f"`{self.target}` raised {type(error).__name__}: {error}"
-        return self.points, message or "correct"
+            return 0.0, f"`{self.target}` raised {type(error).__name__}: {error}", False
+        return self.points, message or "correct", False
 
     def _watched(self, student_fn: Callable, entered: list[str],
                  origins: list[Origins | None]) -> Callable:
@@ -252,13 +284,15 @@ class Exercise:
     manual: dict[str, ManualQuestion] = field(default_factory=dict)
 
     def check(self, name: str, *, points: float, target: str, own_work: tuple[str, ...] = (),
-              adapt: Callable[[object], Callable] | None = None, write_with: str = "NumPy"):
+              adapt: Callable[[object], Callable] | None = None, write_with: str = "NumPy",
+              record: Callable[[Callable], None] | None = None):
         """Decorator registering a check body under ``name``; returns the runnable Check."""
 
         def register(body: Callable[[Callable], str | None]) -> Check:
             if name in self.checks or name in self.manual:
                 raise ValueError(f"{self.id} already has a part named {name!r}")
-            check = Check(self.id, name, points, target, body, own_work, adapt, write_with)
+            check = Check(self.id, name, points, target, body, own_work, adapt, write_with,
+                          record)
             self.checks[name] = check
             return check
 
@@ -280,8 +314,14 @@ class Exercise:
         return self.auto_points + sum(q.points for q in self.manual.values())
 
     def grade(self, namespace: Mapping[str, object]) -> list[CheckResult]:
-        """Run every check on the functions a notebook defined (e.g. its ``globals()``)."""
-        return [check(namespace.get(check.target)) for check in self.checks.values()]
+        """Run every check on the functions a notebook defined (e.g. its ``globals()``); a part
+        judged on a record reads the one its check cell made, and makes none."""
+        return [check.verdict(namespace.get(check.target)) for check in self.checks.values()]
+
+    @property
+    def recorded(self) -> list[str]:
+        """The parts judged on a record of the student's own run (:mod:`.records`)."""
+        return [name for name, check in self.checks.items() if check.record is not None]
 
 
 def get_exercise(exercise_id: str) -> Exercise:
@@ -302,6 +342,12 @@ def nbgrader_points(exercise_id: str, part: str, namespace: Mapping[str, object]
     printed to stdout instead: nbgrader scores a test cell that writes to stderr 0.
     """
     check = get_exercise(exercise_id).checks[part]
+    if check.record is not None:  # judged on the student's own run, which nbgrader never has
+        print(f"{exercise_id} {part}: not graded here. This part is judged on the record of the "
+              "student's own model saved in the notebook they handed in; nbgrader clears it and "
+              "re-runs the notebook without that model. Grade it with course-grade, which "
+              "reads the saved record, or by hand from the student's notebook.")
+        return 0.0
     with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stderr(sys.stdout):
         warnings.simplefilter("always")
         result = check(namespace.get(check.target))

@@ -207,7 +207,8 @@ def write_answers_page(out: Path, exercise: Any, results: list[GradeResult],
     sources, handout = lecture_sources(exercise, course)
     flags = flags_of(exercise, answers, sources, handout)
     write_text_atomically(Path(out) / "answers.html", _page(
-        exercise, answers, flags, bool(sources), marking or Marking.unmarked(exercise)))
+        exercise, answers, flags, bool(sources), marking or Marking.unmarked(exercise),
+        _picks(exercise, results)))
     return [flag for found in flags.values() for flag in found]
 
 
@@ -238,9 +239,32 @@ def _mark_cell(mark: Mark, maximum: float) -> str:
     return f"<td class='mark'>{given}{changed}{comment}</td>"
 
 
+def _picks(exercise: Any, results: list[GradeResult]) -> str:
+    """The parts judged on a record of each student's own run (:mod:`.judge`): what each
+    student handed in, with the points and the message it got; '' for an exercise without."""
+    parts = [name for name, check in exercise.checks.items()
+             if getattr(check, "record", None) is not None]
+    if not parts:
+        return ""
+    e = html.escape
+    rows = "".join(
+        f"<tr><th scope='row'>{e(r.student)}</th><td>{e(part)}</td>"
+        f"<td class='answer'>{e(r.picks.get(part, '')) or '<em>no record</em>'}</td>"
+        f"<td class='mark'>{r.points.get(part, 0.0):g} / {exercise.checks[part].points:g}"
+        f"<br>{e(r.messages.get(part, ''))}</td></tr>"
+        for r in sorted(results, key=lambda r: r.student) for part in parts)
+    return ("<section><h2>Judged on each student's own run</h2><p>These parts are judged on "
+            "the record each student's notebook saved of their own model's run (the grader "
+            "never has that model): the sentence handed in and what the model wrote, with the "
+            "points and the check's message.</p><table><caption>What each student handed in "
+            "for the parts judged on a record</caption><tr><th scope='col'>student</th>"
+            "<th scope='col'>part</th><th scope='col'>sentence -&gt; the model's output</th>"
+            "<th scope='col'>points and message</th></tr>" + rows + "</table></section>")
+
+
 def _page(exercise: Any, answers: dict[str, dict[str, str]],
           flags: dict[tuple[str, str], list[Flag]], found_lectures: bool,
-          marking: Marking) -> str:
+          marking: Marking, picks: str = "") -> str:
     e = html.escape
     sections = []
     # the questions with answers left to mark first, each in the exercise's order
@@ -293,4 +317,4 @@ def _page(exercise: Any, answers: dict[str, dict[str, str]],
             f"{RUN} words or more (lower-cased; punctuation and formula markup left out) with a "
             "lecture notebook, the worked solution or another student's answer; words the "
             "exercise itself holds do not count. Repeated words are marked and quoted.</p>"
-            + note + "".join(sections) + "</main></html>")
+            + note + "".join(sections) + picks + "</main></html>")

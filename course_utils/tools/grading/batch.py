@@ -15,6 +15,7 @@ from course_utils.checks import get_exercise
 from course_utils.tools.grading.answers import ANSWER_CHARS, written_answers
 from course_utils.tools.grading.cache import cache_key, reused, store, submission_digest
 from course_utils.tools.grading.intake import collect
+from course_utils.tools.grading.judge import handed_in, saved_records
 from course_utils.tools.grading.limits import (
     DEFAULT_LIMITS,
     GradingLimits,
@@ -135,6 +136,7 @@ def grade_folder(
     ordered = [results[s] for s in mine]
     for student, result in zip(mine, ordered):  # read, never run: the answers page, marks
         whole = written_answers(intake.submissions[student], get_exercise(exercise_id), None)
+        result.picks = handed_in(saved_records(intake.submissions[student], exercise_id))
         result.answers = {name: cut(text, ANSWER_CHARS) for name, text in whole.items()}
         result.fingerprints = {name: fingerprint(text) for name, text in whole.items()}
     write_outputs(out, exercise_id, ordered, limits, shard,

@@ -31,6 +31,9 @@ class GradeResult:
     answers: dict[str, str] = field(default_factory=dict)  # written question -> its text
     #: written question -> the fingerprint of its whole answer (:func:`.marks.fingerprint`)
     fingerprints: dict[str, str] = field(default_factory=dict)
+    #: part judged on a record of the student's own run -> what the record holds, in a line
+    #: (:func:`.judge.handed_in`)
+    picks: dict[str, str] = field(default_factory=dict)
 
     def total(self) -> float:
         """The automatic points (:meth:`.marks.Marking.total` adds the written ones)."""

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from course_utils.tools.grading.cache import PACKAGE_DIR, key_folder
-from course_utils.tools.grading.judge import add_parts
+from course_utils.tools.grading.judge import add_parts, saved_records
 from course_utils.tools.grading.limits import (
     GradingLimits,
     limit_memory,
@@ -77,6 +77,7 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
     start = time.perf_counter()
     if _stopping.is_set():
         raise KeyboardInterrupt
+    records = saved_records(path, exercise_id)  # as handed in, before anything of it runs
     with tempfile.TemporaryDirectory(prefix="course-grade-") as folder:
         copy = Path(folder) / "submission.ipynb"
         shutil.copyfile(path, copy)
@@ -102,7 +103,7 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
             reader.join(timeout=10)
             out = b"".join(chunks)  # what the worker said before it was stopped
             return _past_total_limit(student, exercise_id, limits, out, seed,
-                                     time.perf_counter() - start)
+                                     time.perf_counter() - start, records)
         finally:
             oom_kills = _clean_up(process, cgroup)
         reader.join(timeout=10)
@@ -119,7 +120,7 @@ def grade_one(path: Path, exercise_id: str, limits: GradingLimits,
         result.notes.append(f"the submission's processes together passed the memory limit of "
                             f"{limits.memory_mb} MB (shared memory counted) and "
                             f"{oom_kills} of them {'was' if oom_kills == 1 else 'were'} killed")
-    add_parts(result, exercise_id, lines, seed)
+    add_parts(result, exercise_id, lines, seed, records)
     return result
 
 
@@ -173,7 +174,7 @@ def _clean_up(process: subprocess.Popen, cgroup: MemoryCgroup | None) -> int:
 
 
 def _past_total_limit(student: str, exercise_id: str, limits: GradingLimits, out: bytes,
-                      seed: int, seconds: float) -> GradeResult:
+                      seed: int, seconds: float, records: dict[str, object]) -> GradeResult:
     """The result of a worker stopped at the total time limit: the parts it reported before
     keep their points."""
     result = GradeResult(student, "timeout", notes=[
@@ -181,7 +182,7 @@ def _past_total_limit(student: str, exercise_id: str, limits: GradingLimits, out
         "stopped" + (": the parts checked before that keep their points"
                      if PART.encode() in out else "")],
         seconds=seconds)
-    add_parts(result, exercise_id, out.decode(errors="replace").splitlines(), seed)
+    add_parts(result, exercise_id, out.decode(errors="replace").splitlines(), seed, records)
     return result
 
 
