@@ -180,15 +180,15 @@ def _alt(cell: Any) -> str | None:
 
 
 def unbound_in_notebook(path: Path, sourced: dict[str, str] = SOURCED,
-                        day_plan: Path | None = None) -> list[Unbound]:
+                        documents: Iterable[Path] = ()) -> list[Unbound]:
     """The numbers of ``path``'s Markdown cells and figure descriptions that neither its
-    outputs, nor its code, nor ``sourced`` hold (nor ``day_plan``, the generated
-    ``docs/day_plan.md``, whose minutes a notebook's header quotes)."""
+    outputs, nor its code, nor ``sourced`` hold, nor ``documents``: the project's measurements
+    a header may quote (``docs/day_plan.md``'s minutes, ``docs/benchmarks.md``'s GPU runs)."""
     notebook = nbformat.read(path, as_version=4)
     printed = numbers_printed(
         [text for cell in notebook.cells for text in _output_texts(cell)]
         + [cell.source for cell in notebook.cells if cell.cell_type == "code"]
-        + ([day_plan.read_text(encoding="utf-8")] if day_plan is not None else []))
+        + [document.read_text(encoding="utf-8") for document in documents])
     found = []
     for index, cell in enumerate(notebook.cells):
         texts = []
@@ -226,11 +226,12 @@ def unbound_in_document(path: Path, bound_to: Iterable[Path],
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
-    parser.add_argument("--day-plan", type=Path, default=Path("docs/day_plan.md"),
-                        help="the generated day plan whose minutes headers may quote")
+    parser.add_argument("--documents", type=Path, nargs="*",
+                        default=[Path("docs/day_plan.md"), Path("docs/benchmarks.md")],
+                        help="the project's measurements a header may quote")
     args = parser.parse_args(argv)
-    plan = args.day_plan if args.day_plan.is_file() else None
-    found = [u for path in args.notebooks for u in unbound_in_notebook(path, day_plan=plan)]
+    documents = [d for d in args.documents if d.is_file()]
+    found = [u for path in args.notebooks for u in unbound_in_notebook(path, documents=documents)]
     for unbound in found:
         print(unbound)
     print(f"{len(found)} numbers not bound to an output", file=sys.stderr)
