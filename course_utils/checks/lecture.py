@@ -12,7 +12,6 @@ the graded exercises.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable, Collection
 
 import torch
@@ -26,6 +25,7 @@ from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.worked import WORKED, attempt_failed, show_hint, show_worked
 from course_utils.checks.yours import forget, keep
+from course_utils.config import wrap_text
 from course_utils.models import (
     AttentionDecoder,
     DecoderMemory,
@@ -62,15 +62,9 @@ def close_pair(got: object, wrong: tuple[torch.Tensor, torch.Tensor]) -> bool:
     return isinstance(got, tuple) and len(got) >= 2 and all(map(close, got[:2], wrong))
 
 
-#: Characters per line of a verdict: JupyterLab breaks a longer output line anywhere, even
-#: inside a word, at the width of the notebook.
-WIDTH = 88
-
-
 def _say(text: str) -> None:
-    """Print ``text`` with each of its lines broken between words at :data:`WIDTH`."""
-    print("\n".join(textwrap.fill(line, WIDTH, break_long_words=False, break_on_hyphens=False,
-                                   subsequent_indent="  ") for line in text.splitlines()))
+    """Print ``text`` with each of its lines broken between words at the notebook's width."""
+    print(wrap_text(text, indent="  "))
 
 
 def _report(name: str, piece: str, fallback: str, problems: Callable[[], str]) -> bool:

@@ -42,6 +42,7 @@ import nbformat
 
 from course_utils.checks.framework import get_exercise
 from course_utils.checks.registry import exercise_ids, notebook_of
+from course_utils.files import COURSE_FOLDER
 from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.student_pages import LECTURE, README, SITE, code_pieces, prose_pieces
 
@@ -49,7 +50,6 @@ __all__ = ["MIN_STATEMENT_TOKENS", "MIN_TOKENS", "SHINGLE_WORDS", "WINDOW", "Fin
            "code_tokens", "exercise_ids", "find_code_leaks", "find_written_leaks", "main",
            "solution_of", "statement_tokens", "worked_code", "worked_written"]
 
-COURSE = Path(__file__).resolve().parents[2]
 #: Consecutive statements of a part's worked code that may not appear together elsewhere.
 WINDOW = 3
 #: A window (or a whole part) shorter than this many tokens is too generic to count as a copy.
@@ -75,7 +75,7 @@ class Finding(NamedTuple):
     text: str  # the first line of what was found
 
 
-def solution_of(exercise_id: str, course: Path = COURSE) -> Path:
+def solution_of(exercise_id: str, course: Path = COURSE_FOLDER) -> Path:
     """The worked solution of ``exercise_id``."""
     return notebook_of(exercise_id, course / "solutions")
 
@@ -131,7 +131,7 @@ def _key(tokens: Iterable[str]) -> str:
     return "\x1f" + "\x1f".join(tokens) + "\x1f"
 
 
-def worked_code(exercise_id: str, course: Path = COURSE) -> dict[str, list[str]]:
+def worked_code(exercise_id: str, course: Path = COURSE_FOLDER) -> dict[str, list[str]]:
     """Each automatically graded part's worked code: the solution regions of the cells that
     define the function or class the part checks, one string per region."""
     cells = [c.source for c in nbformat.read(solution_of(exercise_id, course), as_version=4).cells
@@ -144,7 +144,7 @@ def worked_code(exercise_id: str, course: Path = COURSE) -> dict[str, list[str]]
     return parts
 
 
-def worked_written(exercise_id: str, course: Path = COURSE) -> dict[str, str]:
+def worked_written(exercise_id: str, course: Path = COURSE_FOLDER) -> dict[str, str]:
     """The solution's worked written answers (Markdown between solution markers), by cell."""
     path = solution_of(exercise_id, course)
     return {f"cell {i}": "\n".join(_regions(cell.source))
@@ -210,7 +210,7 @@ def _short_needles(regions: list[str]) -> list[tuple[str, str]]:
             for expression in statement_tokens(region) if _telling(expression)]
 
 
-def find_code_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]:
+def find_code_leaks(exercise_id: str, course: Path = COURSE_FOLDER) -> list[Finding]:
     """Every place a student can read that holds a graded part's worked code (normalised):
     a window of it anywhere, or a short part's statement in a lecture, the README or the site."""
     parts = worked_code(exercise_id, course)
@@ -239,7 +239,7 @@ def _shingles(words: list[str]) -> set[tuple[str, ...]]:
     return {tuple(words[i:i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)}
 
 
-def find_written_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]:
+def find_written_leaks(exercise_id: str, course: Path = COURSE_FOLDER) -> list[Finding]:
     """Every worked written answer that shares :data:`SHINGLE_WORDS` words in a row with the
     text of a lecture notebook (its cells and saved outputs), the README or a site page."""
     places = [(where, _shingles(_words(text))) for where, _, text in prose_pieces(course)]

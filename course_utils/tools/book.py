@@ -43,6 +43,7 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.files import COURSE_FOLDER
 from course_utils.tools.book_assets import FAVICON, write_assets
 from course_utils.tools.book_markdown import display_math_in_paragraphs, link_course_files
 from course_utils.tools.book_pages import INSTRUCTORS_PAGE, repair_site, split_readme
@@ -61,7 +62,6 @@ __all__ = [
     "missing_packages",
 ]
 
-COURSE = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = Path("_build") / "book" / "html"
 
 #: What the site needs (import names); pyproject.toml's ``book`` extra installs them.
@@ -278,7 +278,7 @@ def _explorer_offline(notebook: nbformat.NotebookNode, name: str) -> None:
 def build_book(
     out: str | Path | None = None,
     *,
-    course: str | Path = COURSE,
+    course: str | Path = COURSE_FOLDER,
     solutions: bool = True,
     quiet: bool = True,
 ) -> Path:
@@ -344,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"where the site goes (default: {DEFAULT_OUT} in the course folder)")
     parser.add_argument("--no-solutions", action="store_true",
                         help="leave the worked solutions out of the site")
-    parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
+    parser.add_argument("--course", type=Path, default=COURSE_FOLDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:

@@ -49,7 +49,7 @@ from typing import Any, NamedTuple
 import nbformat
 
 from course_utils import multi30k as dataset
-from course_utils.files import current_umask
+from course_utils.files import COURSE_FOLDER, current_umask
 from course_utils.tools.colab import ColabError, is_handout, parse_target, write_links
 from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.exercises import build_all
@@ -57,7 +57,6 @@ from course_utils.tools.exercises import build_all
 __all__ = ["HandoutError", "Leak", "find_solution_text", "main", "make_handout",
            "solution_text", "student_readme"]
 
-COURSE = Path(__file__).resolve().parents[2]
 #: Copied as they are; ``postBuild`` and the other repo2docker files only where the course has
 #: them (Binder builds ``environment.yml``, then runs ``postBuild``).
 FILES = ("course.py", "pyproject.toml", "environment.yml")
@@ -118,7 +117,7 @@ class Leak(NamedTuple):
     solution: str  # where the line comes from: "E10.1-attention-by-hand.ipynb, cell 3"
 
 
-def solution_text(course: Path = COURSE) -> dict[str, str]:
+def solution_text(course: Path = COURSE_FOLDER) -> dict[str, str]:
     """The lines a handout must not hold, each mapped to the solution cell it comes from.
 
     Every line of at least :data:`MIN_CHARS` characters between the solution markers of
@@ -408,7 +407,7 @@ def _fill(work: Path, course: Path, *, site: bool, hand_in: str, multi30k: bool)
             raise HandoutError(f"the site could not be built: {error}") from error
 
 
-def make_handout(out: str | Path, *, course: str | Path = COURSE, site: bool = False,
+def make_handout(out: str | Path, *, course: str | Path = COURSE_FOLDER, site: bool = False,
                  hand_in: str = DEFAULT_HAND_IN, multi30k: bool = False) -> Path:
     """Write the student handout of ``course`` into the new folder ``out``; return ``out``.
 
@@ -465,7 +464,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--install-url", metavar="URL",
                         help="with --colab: where Colab installs the course from (default "
                              "git+https://github.com/OWNER/REPO)")
-    parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
+    parser.add_argument("--course", type=Path, default=COURSE_FOLDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.colab is not None and is_handout(args.out):  # links for a published handout
         return write_links(args.out, args.colab, args.install_url)

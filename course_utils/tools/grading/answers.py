@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import course_utils
-from course_utils.files import write_text_atomically
+from course_utils.files import COURSE_FOLDER, write_text_atomically
 from course_utils.tools.exercise_format import ANSWER_STUB
 from course_utils.tools.grading.marks import CHANGED, MARKED, NEEDS_MARKING, Mark, Marking
 from course_utils.tools.grading.results import GradeResult, cut
@@ -39,9 +38,6 @@ RUN = 8
 
 #: Characters of one answer kept (a student's essay makes no megabyte page).
 ANSWER_CHARS = 6000
-
-#: The course folder (``notebooks/``, ``solutions/``, ``exercises/``) beside the package.
-COURSE = Path(course_utils.__file__).resolve().parents[1]
 
 _WORD = re.compile(r"[^\W_]+")
 
@@ -129,7 +125,7 @@ def _notebook_texts(path: Path, manual_only: bool = False) -> list[tuple[str, st
     return found
 
 
-def lecture_sources(exercise: Any, course: Path = COURSE) -> tuple[list[Source], set]:
+def lecture_sources(exercise: Any, course: Path = COURSE_FOLDER) -> tuple[list[Source], set]:
     """What an answer must not repeat (each lecture notebook's Markdown cells, the exercise's
     worked answers), and the runs of words the handout's own exercise holds (which an answer
     may quote)."""
@@ -197,7 +193,7 @@ def _passages(words: list[tuple[str, tuple[int, int]]], starts: list[int]
 
 
 def write_answers_page(out: Path, exercise: Any, results: list[GradeResult],
-                       course: Path = COURSE, marking: Marking | None = None) -> list[Flag]:
+                       course: Path = COURSE_FOLDER, marking: Marking | None = None) -> list[Flag]:
     """``out/answers.html``: each written question with every student's answer beside the
     others', and the answers that repeat a lecture notebook, the worked solution or another
     student flagged, with the overlap shown; beside each answer its mark and comment from

@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None
-        limits = GradingLimits(args.cell_seconds, args.total_seconds, args.memory_mb)
+        limits = GradingLimits.from_options(args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -205,9 +205,9 @@ def main(argv: list[str] | None = None) -> int:
               "processes running", file=sys.stderr)
     try:
         with on_signals():  # a scheduler's SIGTERM is handled as Ctrl-C is
-            intake = collect(args.submissions)
+            intake = collect(args.submissions)  # read once: graded, and its ignored files listed
             results = grade_folder(
-                args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
+                args.exercise, intake, args.out, jobs=args.jobs, only=args.only,
                 reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
                 limits=limits, shard=shard, calibrate=args.calibrate, marks=args.marks,
             )
