@@ -18,6 +18,7 @@ student handout, which has no such module, checks the fixed sentences against :d
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from types import ModuleType
 
@@ -88,13 +89,6 @@ KNOWN = {120: {'right': {'missing': ['frau', 'hemd', 'hund', 'mann', 'park'],
                  'extra': ['.', 'eine', 'eine', 'eine', 'hund', 'hund'],
                  'repeated': ['eine', 'hund']},
        'sets': {'missing': ['frau', 'hemd', 'über'], 'extra': [], 'repeated': ['eine', 'hund']}}}
-
-
-def _tally(words: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    return counts
 
 
 def _words(text: str) -> list[str]:
@@ -190,7 +184,7 @@ def judge_word_differences(word_differences: Callable) -> str:
         if not _same(got, want, ("missing", "extra")):
             raise CheckFailed(f"for {where}: expected missing {want['missing']} and extra "
                               f"{want['extra']}; got {got['missing']} and {got['extra']}")
-        hyp_counts = _tally(_words(hypothesis))
+        hyp_counts = Counter(_words(hypothesis))
         if sorted(set(got["repeated"])) == sorted(w for w, n in hyp_counts.items() if n > 1) \
                 != want["repeated"]:
             raise CheckFailed(f"`repeated` keeps only the words the translation says more often "

@@ -48,7 +48,7 @@ from course_utils.tools.book_assets import FAVICON, write_assets
 from course_utils.tools.book_markdown import display_math_in_paragraphs, link_course_files
 from course_utils.tools.book_pages import INSTRUCTORS_PAGE, repair_site, split_readme
 from course_utils.tools.execute import built_with, describe_build
-from course_utils.tools.exercise_format import BEGIN, END
+from course_utils.tools.solutions import split_cell
 
 __all__ = [
     "BOOK_PACKAGES",
@@ -214,17 +214,16 @@ def answers_as_boxes(markdown: str) -> str:
     """A worked solution's Markdown with each written answer in a box titled "Worked answer".
 
     In Markdown cells the exercise markers (``### BEGIN SOLUTION``) would be headings on the
-    page; the box shows the same region as what it is.
+    page; the box shows the same region (:func:`course_utils.tools.solutions.regions`) as what
+    it is.
     """
-    lines = []
-    for line in markdown.split("\n"):
-        if line.strip() == BEGIN:
-            lines += ["````{admonition} Worked answer", ":class: tip", ""]
-        elif line.strip() == END:
-            lines.append("````")
+    lines: list[str] = []
+    for piece in split_cell(markdown):
+        if isinstance(piece, str):
+            lines.append(piece)
         else:
-            lines.append(line)
-    return "\n".join(lines)
+            lines += ["````{admonition} Worked answer", ":class: tip", "", *piece.lines, "````"]
+    return "\n".join(lines) + ("\n" if markdown.endswith("\n") else "")
 
 
 def _copy_notebook(path: Path, dest: Path, pages: set[str], *, boxes: bool) -> None:
