@@ -11,7 +11,7 @@ the grader, so each part is judged like any function's, see :mod:`course_utils.c
 
 The library has neither (notebook 4 scores three length buckets with bootstrap intervals, which
 the exercise uses as given), so no code that answers them ships in the handout. Where the
-grader's module :mod:`course_utils.checks.hidden_e10_2` is absent (a student's copy), the fixed
+grader's module :mod:`course_utils.checks.e10_2.hidden` is absent (a student's copy), the fixed
 case's expected curves, and those of the known mistakes, are stored here as numbers; the grader
 draws fresh sentences for every run, so reciting the stored numbers earns nothing there, and a
 function that reads them from this module earns nothing anywhere (it is one of the part's
@@ -22,7 +22,6 @@ exercise.
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,14 +29,12 @@ from matplotlib.figure import Figure
 
 from course_utils.checks.calling import CheckFailed, call_student
 from course_utils.checks.probes import AxesData, FigureData, describe_figure, fresh_seed
+from course_utils.checks.registry import load_hidden
 
 __all__ = ["CURVE_POINTS", "KNOWN", "PLOT_POINTS", "judge_bleu_curve", "judge_plot_curves"]
 
-HIDDEN: ModuleType | None
-try:  # the grader's answers for fresh sentences; a student handout has no such module
-    import course_utils.checks.hidden_e10_2 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: the grader's answers for fresh inputs (:mod:`.hidden`); a student handout has none
+HIDDEN = load_hidden("E10.2")
 
 CURVE_POINTS, PLOT_POINTS = 4, 3
 
@@ -64,7 +61,7 @@ def _cases() -> tuple[list[str], list[str], list[int]]:
     return [h for h, _ in pairs], [r for _, r in pairs], list(LENGTHS)
 
 
-#: Each known mistake (as :mod:`hidden_e10_2` names it), with what it gets wrong
+#: Each known mistake (as :mod:`.hidden` names it), with what it gets wrong
 MISTAKES = {
     "strict window": "the window includes both of its ends: a sentence exactly `window` tokens "
                      "shorter or longer than the length belongs to it",
@@ -81,7 +78,7 @@ MISTAKES = {
                         "statistic: score the window's sentences together",
 }
 
-#: The fixed case's curves, stored (a handout has no :mod:`hidden_e10_2` to compute them): the
+#: The fixed case's curves, stored (a handout has no :mod:`.hidden` to compute them): the
 #: right one for each call of :data:`CALLS`, and each known mistake's for the first call
 KNOWN = {
     "right": [

@@ -11,7 +11,7 @@ The check calls it on sentences drawn from the run's seed
 (:func:`~course_utils.checks.probes.fresh_seed`), so values typed into the notebook do not
 pass, and names the usual mistakes: case kept,
 punctuation kept, sets instead of counts, the two lists swapped, repeats the reference shares.
-The answers for fresh sentences are the grader's (:mod:`course_utils.checks.hidden_e10_2`); a
+The answers for fresh sentences are the grader's (:mod:`course_utils.checks.e10_2.hidden`); a
 student handout, which has no such module, checks the fixed sentences against :data:`KNOWN`.
 """
 
@@ -20,12 +20,12 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 
 from course_utils.checks.calling import CheckFailed, call_student
 from course_utils.checks.probes import fresh_seed
+from course_utils.checks.registry import load_hidden
 
 __all__ = ["KEYS", "KNOWN", "judge_word_differences"]
 
@@ -34,14 +34,11 @@ _VOCABULARY = ("ein", "mann", "hund", "frau", "läuft", "über", "eine", "straß
                "rotes", "hemd", "der", "die", "das", "spielt")
 
 
-HIDDEN: ModuleType | None
-try:  # the grader's answers for fresh sentences; a student handout has no such module
-    import course_utils.checks.hidden_e10_2 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: the grader's answers for fresh inputs (:mod:`.hidden`); a student handout has none
+HIDDEN = load_hidden("E10.2")
 
 #: The fixed cases' answers (``fresh_seed`` gives the bases 120 to 123 in a notebook), and the
-#: lists of three known mistakes on them, stored: a handout has no :mod:`hidden_e10_2` to
+#: lists of three known mistakes on them, stored: a handout has no :mod:`.hidden` to
 #: compute them
 KNOWN = {120: {'right': {'missing': ['frau', 'hemd', 'hund', 'mann', 'park'],
                  'extra': ['blaues', 'blaues', 'blaues', 'blaues'],

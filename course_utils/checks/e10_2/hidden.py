@@ -1,8 +1,9 @@
 """The grader's answers to E10.2's automatically graded parts, for the inputs drawn afresh in each
 graded run.
 
-A student's copy of the course (``course-handout``) leaves out every ``checks/hidden_*.py``:
-there, :mod:`course_utils.checks.word_errors` and :mod:`course_utils.checks.bleu_curve`
+A student's copy of the course (``course-handout``) leaves out every exercise's ``hidden.py``
+(:func:`course_utils.tools.solutions.ships`): there,
+:mod:`course_utils.checks.e10_2.word_errors` and :mod:`course_utils.checks.e10_2.bleu_curve`
 check their fixed cases, whose answers are constants stored in those modules, and say that the
 grader adds fresh cases. The grader runs from the course's repository, where this module is. A
 submission that calls this module earns nothing for the part (it is one of the checks'

@@ -5,7 +5,7 @@ Parts 1-3 are plain functions of tensors that score all the decoder states of a 
 ``(batch, tgt_len, decoder_dim)``, against all its encoder outputs ``H`` in one batched product
 or broadcast (Day 11's ``Q K^T``); the library (:mod:`course_utils.scores`) has only the
 step-by-step form, which the checks call in a loop over the steps for their reference
-(:mod:`course_utils.checks.all_steps`), on fresh inputs in each grading run:
+(:mod:`course_utils.checks.e10_4.all_steps`), on fresh inputs in each grading run:
 
 - ``dot``: ``dot_scores(S, H, scaled)``, ``s_t^T h_j`` (divided by ``sqrt(d)`` when scaled);
 - ``scaled_dot``: ``scaled_dot_attention(S, H, mask)``, the weights and contexts of every step,
@@ -31,23 +31,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 import torch
 
 from course_utils.attention import Attention, BahdanauAttention
-from course_utils.checks.all_steps import (
+from course_utils.checks.calling import CheckFailed, try_run
+from course_utils.checks.e10_4.all_steps import (
     function_adapter,
     loop_over_steps,
     outputs_of,
     per_step_loop,
 )
-from course_utils.checks.calling import CheckFailed, try_run
 from course_utils.checks.framework import Exercise
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.probes import fresh_seed
+from course_utils.checks.registry import load_hidden
 from course_utils.scores import DotAttention, GeneralAttention, ScaledDotAttention
 
 __all__ = [
@@ -392,11 +392,8 @@ def check_additive(run: Callable) -> str:
 
 # ------------------------------------------------------------------------------ low rank
 
-HIDDEN: ModuleType | None
-try:  # the grader's named mistakes of Part 5b; a student handout has no such module
-    import course_utils.checks.hidden_e10_4 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: the grader's named mistakes of Part 5b (:mod:`.hidden`); a student handout has none
+HIDDEN = load_hidden("E10.4")
 
 
 def _general_score(W: torch.Tensor, state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:
