@@ -317,13 +317,21 @@ def check_decoder_step(decoder_class: object) -> type:
 
     Returns the class the notebook goes on with: ``decoder_class`` once its step passes,
     otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s step."""
-    passed = _report("Decoder.step", "step", "AttentionDecoder's own step (course_utils)",
-                     lambda: _step_problems(decoder_class))
-    _kept("step", decoder_class, passed)  # type: ignore[arg-type]
+    return _decoder_to_go_on_with(decoder_class, "Decoder.step", "step", "step",
+                                  lambda: _step_problems(decoder_class))
+
+
+def _decoder_to_go_on_with(decoder_class: object, name: str, piece: str, method: str,
+                           problems: Callable[[], str]) -> type:
+    """The verdict on the student's ``method`` of ``decoder_class`` (:func:`_report`), the class
+    kept or forgotten; returned as it is once it passes, otherwise with the library's
+    ``method`` of :class:`course_utils.models.AttentionDecoder` (:func:`_fallback`)."""
+    passed = _report(name, piece, f"AttentionDecoder's own {method} (course_utils)", problems)
+    _kept(piece, decoder_class, passed)  # type: ignore[arg-type]
     if passed or not (isinstance(decoder_class, type)
                       and issubclass(decoder_class, AttentionDecoder)):
         return decoder_class  # type: ignore[return-value]
-    return _fallback(decoder_class, "step")
+    return _fallback(decoder_class, method)
 
 
 def _target_case() -> tuple[torch.Tensor, torch.Tensor]:
@@ -428,14 +436,8 @@ def check_teacher_forcing(decoder_class: object) -> type:
 
     Returns the class the notebook trains: ``decoder_class`` once its forward passes,
     otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s forward."""
-    passed = _report("TeacherForcing.forward", "teacher forcing",
-                     "AttentionDecoder's own forward (course_utils)",
-                     lambda: _forward_problems(decoder_class))
-    _kept("teacher forcing", decoder_class, passed)  # type: ignore[arg-type]
-    if passed or not (isinstance(decoder_class, type)
-                      and issubclass(decoder_class, AttentionDecoder)):
-        return decoder_class  # type: ignore[return-value]
-    return _fallback(decoder_class, "forward")
+    return _decoder_to_go_on_with(decoder_class, "TeacherForcing.forward", "teacher forcing",
+                                  "forward", lambda: _forward_problems(decoder_class))
 
 
 assert set(WORKED) == {"attention", "step", "teacher forcing"}, "one check per worked piece"

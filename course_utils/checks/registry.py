@@ -6,7 +6,9 @@ else lists it:
 - ``course_utils/checks/e10_1/``, its checks: ``__init__.py`` defines ``EXERCISE`` (a
   :class:`~course_utils.checks.framework.Exercise` with that id) and registers its parts; the
   exercise's own helpers sit beside it, and ``hidden.py``, where there is one, holds the
-  grader's answers for fresh inputs, which no handout carries (:func:`load_hidden`);
+  grader's answers for fresh inputs, which no handout carries (:func:`load_hidden`), and
+  ``known.json`` the answers of its fixed examples, which every copy carries
+  (:func:`known_answers`);
 - ``solutions/E10.1-<slug>.ipynb``, the worked solution, the single source of the notebook;
 - ``exercises/E10.1-<slug>.ipynb``, the student version ``course-exercises`` makes from it.
 
@@ -20,12 +22,13 @@ The grader, the handout, the answer search, the benchmarks and the tests find ex
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["HIDDEN_FILES", "exercise_ids", "hidden_module_of", "load_hidden", "module_of",
-           "notebook_of"]
+__all__ = ["HIDDEN_FILES", "KNOWN_FILE", "exercise_ids", "hidden_module_of", "known_answers",
+           "load_hidden", "module_of", "notebook_of"]
 
 _CHECKS = Path(__file__).resolve().parent
 _PACKAGE = "course_utils.checks"
@@ -34,6 +37,9 @@ _MODULE = re.compile(r"^e(\d+)_(\d+)(\.py)?$")
 #: exercise's folder, or ``hidden_e10_3.py`` beside a one-module exercise. No handout carries
 #: them (:func:`course_utils.tools.solutions.ships`).
 HIDDEN_FILES = ("checks/e*_*/hidden.py", "checks/hidden_e*_*.py")
+#: The answers an exercise's checks store for their fixed examples, beside its checks
+#: (:func:`known_answers`).
+KNOWN_FILE = "known.json"
 
 
 def _is_exercise(path: Path) -> bool:
@@ -81,6 +87,17 @@ def load_hidden(exercise_id: str) -> ModuleType | None:
         if error.name != name:
             raise  # the module is there, and something it imports is not
         return None
+
+
+def known_answers(exercise_id: str) -> dict:
+    """The answers ``exercise_id``'s checks store for their fixed examples, where a handout has
+    no hidden answers to compute them: its folder's ``known.json`` (package data, which every
+    copy carries), every key written as a whole number read back as one."""
+    def keys(pairs: list[tuple[str, object]]) -> dict:
+        return {int(key) if key.isdigit() else key: value for key, value in pairs}
+
+    path = _CHECKS / _name(exercise_id) / KNOWN_FILE
+    return json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=keys)
 
 
 def notebook_of(exercise_id: str, folder: str | Path) -> Path:

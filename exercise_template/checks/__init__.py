@@ -16,7 +16,7 @@ import numpy as np
 
 from course_utils.checks.calling import CheckFailed, call_student
 from course_utils.checks.framework import Exercise
-from course_utils.checks.probes import fresh_seed
+from course_utils.checks.probes import fresh_seed, said_when_graded
 from course_utils.checks.registry import load_hidden
 
 __all__ = ["EXERCISE", "FIXED", "check_runner_up"]
@@ -59,7 +59,7 @@ def check_runner_up(runner_up: Callable) -> str:
             raise CheckFailed(f"on {where}, row {wrong[0]} is off: the position of its "
                               "second-largest weight, not its largest")
     done = "the runner-up of every row"
-    return done if HIDDEN else f"{done} (when graded, it also runs on fresh matrices)"
+    return said_when_graded(done, HIDDEN, "matrices")
 
 
 EXERCISE.manual_question("why", points=1, prompt=(

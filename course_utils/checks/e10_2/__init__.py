@@ -37,7 +37,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from course_utils.checks.calling import CheckFailed
+from course_utils.checks.calling import CheckFailed, reported
 from course_utils.checks.decoders import (
     GIVEN,
     SHUFFLED,
@@ -86,23 +86,8 @@ def _tensor(value: object) -> torch.Tensor | None:
     return None
 
 
-def _result(raw: object, name: str = "FixedContextDecoder") -> dict:
-    if not isinstance(raw, dict):
-        raise CheckFailed(f"{name} reported no result")
-    if raw.get("not_implemented"):
-        raise NotImplementedError
-    _raise_reported(raw, "error")
-    return raw
-
-
-def _raise_reported(raw: dict, key: str) -> None:
-    """Fail with the error the kernel reported under ``key``, if any."""
-    if raw.get(key):
-        raise CheckFailed(str(raw[key])[:1000])
-
-
 def _judge_context(raw: object, seed: int) -> str:
-    raw = _result(raw)
+    raw = reported(raw, "FixedContextDecoder")
     if not raw.get("pair"):
         raise CheckFailed(f"`context` must return a pair (context, weights): (the fixed "
                           f"context, None); got {str(raw.get('type'))[:80]}")

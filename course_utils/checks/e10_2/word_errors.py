@@ -24,8 +24,8 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils.checks.calling import CheckFailed, call_student
-from course_utils.checks.probes import fresh_seed
-from course_utils.checks.registry import load_hidden
+from course_utils.checks.probes import fixed_or_fresh, said_when_graded
+from course_utils.checks.registry import known_answers, load_hidden
 
 __all__ = ["KEYS", "KNOWN", "judge_word_differences"]
 
@@ -38,54 +38,9 @@ _VOCABULARY = ("ein", "mann", "hund", "frau", "läuft", "über", "eine", "straß
 HIDDEN = load_hidden("E10.2")
 
 #: The fixed cases' answers (``fresh_seed`` gives the bases 120 to 123 in a notebook), and the
-#: lists of three known mistakes on them, stored: a handout has no :mod:`.hidden` to
-#: compute them
-KNOWN = {120: {'right': {'missing': ['frau', 'hemd', 'hund', 'mann', 'park'],
-                 'extra': ['blaues', 'blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'lowercase': {'missing': ['Hemd', 'frau', 'hund', 'hund', 'mann', 'park'],
-                     'extra': ['Hund', 'blaues', 'blaues', 'blaues', 'blaues'],
-                     'repeated': ['blaues']},
-       'split': {'missing': ['frau.', 'hemd', 'hund', 'mann', 'park'],
-                 'extra': ['.', 'blaues', 'blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'sets': {'missing': ['frau', 'hemd', 'mann', 'park'],
-                'extra': ['blaues'],
-                'repeated': ['blaues']}},
- 121: {'right': {'missing': ['der', 'die', 'ein'],
-                 'extra': ['blaues', 'frau', 'frau', 'rotes', 'rotes'],
-                 'repeated': ['frau', 'rotes']},
-       'lowercase': {'missing': ['Ein', 'der', 'die', 'hund'],
-                     'extra': ['Hund', 'blaues', 'frau', 'frau', 'rotes', 'rotes'],
-                     'repeated': ['frau', 'rotes']},
-       'split': {'missing': ['der.', 'die', 'ein', 'im'],
-                 'extra': ['.', 'blaues', 'frau', 'frau', 'im,', 'rotes', 'rotes'],
-                 'repeated': ['frau', 'rotes']},
-       'sets': {'missing': ['der', 'die', 'ein'],
-                'extra': ['blaues'],
-                'repeated': ['frau', 'rotes']}},
- 122: {'right': {'missing': ['frau', 'hund', 'mann', 'straße'],
-                 'extra': ['blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'lowercase': {'missing': ['Mann', 'frau', 'hemd', 'hund', 'straße'],
-                     'extra': ['Hemd', 'blaues', 'blaues', 'blaues'],
-                     'repeated': ['blaues']},
-       'split': {'missing': ['frau.', 'hund', 'mann', 'straße'],
-                 'extra': ['.', 'blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'sets': {'missing': ['frau', 'hund', 'mann', 'straße'],
-                'extra': ['blaues'],
-                'repeated': ['blaues']}},
- 123: {'right': {'missing': ['frau', 'hemd', 'über'],
-                 'extra': ['eine', 'eine', 'hund', 'hund'],
-                 'repeated': ['eine', 'hund']},
-       'lowercase': {'missing': ['Frau', 'hemd', 'rotes', 'über'],
-                     'extra': ['Rotes', 'eine', 'eine', 'hund', 'hund'],
-                     'repeated': ['eine', 'hund']},
-       'split': {'missing': ['eine.', 'frau', 'hemd', 'über'],
-                 'extra': ['.', 'eine', 'eine', 'eine', 'hund', 'hund'],
-                 'repeated': ['eine', 'hund']},
-       'sets': {'missing': ['frau', 'hemd', 'über'], 'extra': [], 'repeated': ['eine', 'hund']}}}
+#: lists of three known mistakes on them, stored (``known.json``): a handout has no
+#: :mod:`.hidden` to compute them
+KNOWN: dict[int, dict[str, dict[str, list[str]]]] = known_answers("E10.2")["word_differences"]
 
 
 def _words(text: str) -> list[str]:
@@ -164,8 +119,7 @@ def _same(got: dict, want: dict, keys: tuple[str, ...] = KEYS) -> bool:
 def judge_word_differences(word_differences: Callable) -> str:
     bases = [120 + k for k in range(4)]
     for base in bases:
-        # without the grader's answers, the fixed cases only (fresh_seed: the base, unless graded)
-        hypothesis, reference = _case(fresh_seed(base) if HIDDEN else base)
+        hypothesis, reference = _case(fixed_or_fresh(base, HIDDEN))
         where = f"hypothesis {hypothesis!r}, reference {reference!r}"
         got = _clean(call_student(word_differences, hypothesis, reference, given=where), where)
         want, known = _answers(hypothesis, reference, base)
@@ -194,4 +148,4 @@ def judge_word_differences(word_differences: Callable) -> str:
                           f"{where})", points=2)
     done = (f"the right missing, extra and repeated words on {len(bases)} translations with "
             "omissions, wrong words and a repeated phrase")
-    return done if HIDDEN else f"{done} (when graded, it also runs on fresh translations)"
+    return said_when_graded(done, HIDDEN, "translations")

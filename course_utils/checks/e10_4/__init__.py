@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from course_utils.attention import Attention, BahdanauAttention
-from course_utils.checks.calling import CheckFailed, try_run
+from course_utils.checks.calling import CheckFailed, reported, try_run
 from course_utils.checks.e10_4.all_steps import (
     function_adapter,
     loop_over_steps,
@@ -162,10 +162,7 @@ def _inputs(batch: int, src_len: int, encoder_dim: int, decoder_dim: int, seed: 
 
 def _reported(out: object, name: str, batch: int, src_len: int, encoder_dim: int) -> dict:
     """What an adapted class reported, checked: float tensors of the expected shapes."""
-    if not isinstance(out, dict):
-        raise CheckFailed(f"{name} reported no result")
-    if "error" in out:
-        raise CheckFailed(str(out["error"])[:1000])
+    out = reported(out, name)
     shapes = {"energies": (batch, src_len), "weights": (batch, src_len),
               "context": (batch, encoder_dim)}
     got: dict = {"W_in_energies": out.get("W_in_energies") is True}
