@@ -1,6 +1,9 @@
 """Scoring seq2seq outputs: exact match, accuracy by length, corpus BLEU (overall and by
 source-length bucket, with bootstrap confidence intervals).
 
+Taught in notebook 4, sections 3 and 4 ("Test BLEU", "Short against long sentences", with
+paired-bootstrap intervals); exact match and accuracy by length in notebook 3, sections 3 and 6.
+
 Only scores live here: decoding is in :mod:`course_utils.decoding`, and the reversal task's
 alignment score in :mod:`course_utils.reversal`."""
 

@@ -1,5 +1,8 @@
 """Multi30k (task 1, English-German): find, download, verify and read the raw files.
 
+Taught in notebook 4, section 1 ("The data"), which every later translation notebook reads the
+same way.
+
 Elliott, Frank, Sima'an & Specia, "Multi30K: Multilingual English-German Image Descriptions"
 (2016). The files are the dataset's own, from its canonical location::
 

@@ -37,7 +37,7 @@ from course_utils.translation_setup import (
     load_pairs,
     multi30k_config,
     prepare_data,
-    score_comparison_config,
+    translation_scores_config,
 )
 
 __all__ = [
@@ -53,8 +53,8 @@ __all__ = [
     "load_pairs",
     "multi30k_config",
     "prepare_data",
-    "score_comparison_config",
     "translate",
+    "translation_scores_config",
 ]
 
 
