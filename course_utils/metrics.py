@@ -374,16 +374,9 @@ class BleuComparison:
         return "\n".join(lines)
 
 
-def compare_bleu(
-    hypotheses: Mapping[str, Sequence[str]],
-    references: Sequence[str],
-    *,
-    baseline: str | None = None,
-    lowercase: bool = False,
-    confidence: float = 0.95,
-    resamples: int = 1000,
-    seed: int = 0,
-) -> BleuComparison:
+def compare_bleu(hypotheses: Mapping[str, Sequence[str]], references: Sequence[str], *,
+                 baseline: str | None = None, lowercase: bool = False, confidence: float = 0.95,
+                 resamples: int = 1000, seed: int = 0) -> BleuComparison:
     """Corpus BLEU of each model on the same sentences, and its gain over ``baseline`` (the
     first model by default), with paired-bootstrap intervals: the sentences are resampled with
     replacement ``resamples`` times and every model is scored on the same resample, as

@@ -18,8 +18,6 @@ from typing import NamedTuple
 
 __all__ = ["Word", "runs", "runs_of", "words"]
 
-_WORD = re.compile(r"[^\W_]+")
-_FORMULA = re.compile(r"\$[^$]*\$")
 
 
 class Word(NamedTuple):
@@ -28,6 +26,10 @@ class Word(NamedTuple):
     text: str
     start: int
     end: int
+
+
+#: A word: letters and digits; a formula, left out: ``$...$``.
+_WORD, _FORMULA = re.compile(r"[^\W_]+"), re.compile(r"\$[^$]*\$")
 
 
 def words(text: str) -> list[Word]:

@@ -43,7 +43,7 @@ from course_utils.checks.e10_4.all_steps import (
     outputs_of,
     per_step_loop,
 )
-from course_utils.checks.framework import Exercise
+from course_utils.checks.framework import Check, Exercise
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.probes import fresh_seed
@@ -228,11 +228,19 @@ def _all_steps(name: str, points: float, ops: dict[str, int]) -> str:
             f"{_STEP_CASES['small'][0]}")
 
 
+def _every_step_part(name: str, points: float, target: str, outputs: tuple[str, ...]
+                     ) -> Callable[[Callable[[Callable], str]], Check]:
+    """Register one of Parts 1-3: the student's function ``target`` of tensors, run in the kernel
+    on plain arrays with its torch operations counted (:func:`.all_steps.function_adapter`),
+    reporting ``outputs``."""
+    return EXERCISE.check(name, points=points, target=target,
+                          adapt=function_adapter(target, outputs))
+
+
 _D = 6  # the size of states and encoder outputs in Parts 1-2 (not a length of the cases)
 
 
-@EXERCISE.check("dot", points=2, target="dot_scores",
-                adapt=function_adapter("dot_scores", ("scores",)))
+@_every_step_part("dot", 2, "dot_scores", ("scores",))
 def check_dot(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -261,8 +269,7 @@ def check_dot(run: Callable) -> str:
     return _all_steps("dot_scores", 2, ops)
 
 
-@EXERCISE.check("scaled_dot", points=2, target="scaled_dot_attention",
-                adapt=function_adapter("scaled_dot_attention", ("weights", "contexts")))
+@_every_step_part("scaled_dot", 2, "scaled_dot_attention", ("weights", "contexts"))
 def check_scaled_dot(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -312,8 +319,7 @@ def _wrong_side(W: torch.Tensor, S: torch.Tensor, H: torch.Tensor) -> torch.Tens
 _ENC, _DEC, _ATT = 6, 4, 7  # Part 3's sizes: encoder outputs, decoder states, additive space
 
 
-@EXERCISE.check("general", points=1, target="general_scores",
-                adapt=function_adapter("general_scores", ("scores",)))
+@_every_step_part("general", 1, "general_scores", ("scores",))
 def check_general(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -341,8 +347,7 @@ def check_general(run: Callable) -> str:
     return _all_steps("general_scores", 1, ops)
 
 
-@EXERCISE.check("additive", points=2, target="additive_scores",
-                adapt=function_adapter("additive_scores", ("scores",)))
+@_every_step_part("additive", 2, "additive_scores", ("scores",))
 def check_additive(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:

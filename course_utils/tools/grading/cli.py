@@ -70,11 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(name: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``course-grade NAME``."""
+    return argparse.ArgumentParser(prog=f"course-grade {name}", description=description)
+
+
 def _merge_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="course-grade merge",
-        description="One gradebook, feedback, histogram and class report from the output "
-                    "folders of the N shards of one grading (course-grade --shard K/N)")
+    parser = _command("merge", "One gradebook, feedback, histogram and class report from the "
+                               "output folders of the N shards of one grading (course-grade "
+                               "--shard K/N)")
     parser.add_argument("shards", nargs="+", type=Path, help="the shards' output folders")
     parser.add_argument("--out", type=Path, required=True, help="the merged output folder")
     parser.add_argument("--marks", type=Path, metavar="PATH",
@@ -84,10 +88,8 @@ def _merge_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="course-grade export",
-        description="The gradebook of a course-grade run (or merge), written and automatic "
-                    "points together, as a file an LMS imports")
+    parser = _command("export", "The gradebook of a course-grade run (or merge), written and "
+                                "automatic points together, as a file an LMS imports")
     parser.add_argument("grades", type=Path, help="the output folder of course-grade (or merge)")
     parser.add_argument("--roster", type=Path, required=True,
                         help="CSV: a column 'submission' (the notebook's file name without "
