@@ -23,7 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from course_utils.files import update_section
+from report_page import publish
+
 from course_utils.tools.grading import GradingLimits, grade_folder
 from course_utils.tools.grading.limits import bare_kernel_seconds
 from course_utils.tools.grading.sandbox import detect
@@ -91,11 +92,7 @@ def main(argv=None) -> int:
         extra = walls[sandbox] / walls[None] - 1
         lines += ["", f"The sandbox adds {extra:+.0%} to the batch (target: under +20%: "
                   + ("reached)." if extra < 0.20 else "**not reached**).")]
-    text = "\n".join(lines)
-    print(text)
-    update_section(args.out, "grading", text, title="Benchmarks")
-    print(f"wrote {args.out}")
-    return 0
+    return publish(args.out, "grading", "\n".join(lines))
 
 
 if __name__ == "__main__":

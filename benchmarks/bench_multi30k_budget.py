@@ -23,7 +23,6 @@ side (to try a configuration), without writing the report.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import platform
 import sys
@@ -34,8 +33,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from report_page import measured_with, publish  # noqa: E402
+
 from course_utils.config import get_device  # noqa: E402
-from course_utils.files import update_section  # noqa: E402
 from course_utils.models import build_model  # noqa: E402
 from course_utils.training import History, seed_everything, train  # noqa: E402
 from course_utils.translation import evaluate_bleu  # noqa: E402
@@ -98,7 +98,7 @@ def run(label: str, config: Multi30kConfig, data, device) -> list[Measured]:
 
 
 def report(results: dict[str, list[Measured]], configs, vocab_size: int, device,
-           command: str) -> str:
+           quick: bool) -> str:
     before, after = results["before"], results["after"]
     total = {label: sum(m.minutes for m in rows) for label, rows in results.items()}
     ratio = total["after"] / total["before"]
@@ -108,7 +108,7 @@ def report(results: dict[str, list[Measured]], configs, vocab_size: int, device,
     lines = [
         "## Notebook 4's training budget",
         "",
-        f"Measured {dt.date.today().isoformat()} with `{command}` on {device} "
+        f"{measured_with(__file__, quick)} on {device} "
         f"({platform.machine()}, {torch.get_num_threads()} threads), PyTorch {torch.__version__}. "
         "Both configurations ran in this process, one after the other, on the same data and "
         "seeds; times include each epoch's validation, as notebook 4 sees them.",
@@ -179,12 +179,8 @@ def main(argv: list[str] | None = None) -> int:
                      for m in rows] for label, rows in results.items()}, indent=1))
     if args.only:
         return 0
-    command = "python benchmarks/bench_multi30k_budget.py" + (" --quick" if args.quick else "")
-    text = report(results, configs, len(data.tgt_vocab), device, command)
-    print(text)
-    update_section(args.out, "multi30k-budget", text, title="Benchmarks")
-    print(f"wrote {args.out}")
-    return 0
+    return publish(args.out, "multi30k-budget",
+                   report(results, configs, len(data.tgt_vocab), device, args.quick))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ process; figures go to ``docs/benchmarks.md`` (section ``output-layer``).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import platform
 import sys
 import time
@@ -25,8 +24,9 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from report_page import measured_with, publish  # noqa: E402
+
 from course_utils.data import iterate_batches, make_batches  # noqa: E402
-from course_utils.files import update_section  # noqa: E402
 from course_utils.models import build_model  # noqa: E402
 from course_utils.training import seed_everything, training_step  # noqa: E402
 from course_utils.translation_setup import CPU, QUICK, prepare_data  # noqa: E402
@@ -76,11 +76,10 @@ def main(argv: list[str] | None = None) -> int:
                   f"{params / 1e6:.2f}M parameters", flush=True)
     rows = [(*key, *best[key]) for key in variants]
     reference = rows[0][3]
-    command = "python benchmarks/bench_output_layer.py" + (" --quick" if args.quick else "")
     lines = [
         "## The output layer's share of a training step",
         "",
-        f"Measured {dt.date.today().isoformat()} with `{command}` on CPU "
+        f"{measured_with(__file__, args.quick)} on CPU "
         f"({platform.machine()}, {torch.get_num_threads()} threads), PyTorch {torch.__version__}: "
         f"notebook 4's attention model (embedding {base.embed_dim}, hidden {base.hidden_dim}, "
         f"{len(data.tgt_vocab):,} German tokens), mean of {n} training steps (batches of "
@@ -109,11 +108,7 @@ def main(argv: list[str] | None = None) -> int:
         "bf16 autocast is left off on the CPU: it needs a CPU with native bf16 arithmetic "
         "(slower elsewhere) and rounds the GRU's inputs.",
     ]
-    text = "\n".join(lines)
-    print(text)
-    update_section(args.out, "output-layer", text, title="Benchmarks")
-    print(f"wrote {args.out}")
-    return 0
+    return publish(args.out, "output-layer", "\n".join(lines))
 
 
 if __name__ == "__main__":

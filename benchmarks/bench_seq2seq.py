@@ -18,7 +18,6 @@ one after the other, because machines are noisy.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import platform
 import sys
 import time
@@ -32,11 +31,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reference_seq2seq import reference_train_epoch, reference_translate  # noqa: E402
+from report_page import measured_with, publish  # noqa: E402
 
 from course_utils.config import get_device  # noqa: E402
 from course_utils.data import Vocab, iterate_batches, make_batches  # noqa: E402
 from course_utils.decoding import greedy_decode_pairs  # noqa: E402
-from course_utils.files import update_section  # noqa: E402
 from course_utils.metrics import exact_match  # noqa: E402
 from course_utils.models import ModelConfig, build_model  # noqa: E402
 from course_utils.reversal import REVERSAL, make_reversal_pairs, reversal_vocab  # noqa: E402
@@ -157,12 +156,12 @@ def describe_device(device: torch.device) -> str:
     return f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def report(results: dict, command: str) -> str:
+def report(results: dict, quick: bool) -> str:
     device = results["device"]
     lines = [
         "## Seq2seq training and decoding",
         "",
-        f"Measured {dt.date.today().isoformat()} with `{command}` on {describe_device(device)}, "
+        f"{measured_with(__file__, quick)} on {describe_device(device)}, "
         f"PyTorch {torch.__version__}, Python {platform.python_version()}.",
         "Each ratio compares two runs made one after the other in the same process.",
         "",
@@ -250,13 +249,8 @@ def main(argv=None) -> int:
                         help="where to write the report (default docs/benchmarks.md)")
     args = parser.parse_args(argv)
     device = get_device(args.device)
-    command = "python benchmarks/bench_seq2seq.py" + (" --quick" if args.quick else "")
     results = run(device, args.quick)
-    text = report(results, command)
-    print(text)
-    update_section(args.out, "seq2seq", text, title="Benchmarks")
-    print(f"wrote {args.out}")
-    return 0
+    return publish(args.out, "seq2seq", report(results, args.quick))
 
 
 if __name__ == "__main__":

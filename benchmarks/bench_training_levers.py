@@ -29,7 +29,6 @@ The figures go to ``docs/benchmarks.md`` (section ``training-levers``).
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import platform
@@ -44,10 +43,11 @@ import torch
 
 ROOT = Path(__file__).resolve().parents[1]
 
+from report_page import measured_with, publish  # noqa: E402
+
 from course_utils.checkpoints import RunFolder, load_checkpoint  # noqa: E402
 from course_utils.config import cpu_bf16  # noqa: E402
 from course_utils.data import Vocab, iterate_batches, make_batches  # noqa: E402
-from course_utils.files import update_section  # noqa: E402
 from course_utils.models import build_model  # noqa: E402
 from course_utils.training import seed_everything, training_step  # noqa: E402
 from course_utils.translation_setup import CPU, QUICK, prepare_data  # noqa: E402
@@ -229,11 +229,10 @@ def measure(args, config, sentences: int, data, pairs) -> int:
                                  vanilla_reference * best[variant] / best[reference])
         return project("attention", best[variant]) + project("vanilla", vanilla)
 
-    command = "python benchmarks/bench_training_levers.py" + (" --quick" if args.quick else "")
     lines = [
         "## Levers on notebook 4's training time",
         "",
-        f"Measured {dt.date.today().isoformat()} with `{command}` on CPU ({platform.machine()}, "
+        f"{measured_with(__file__, args.quick)} on CPU ({platform.machine()}, "
         f"{os.cpu_count()} cores; native bf16 arithmetic: {'yes' if bf16 else 'no'}), "
         f"PyTorch {torch.__version__}: training steps of notebook 4's models (embedding "
         f"{config.embed_dim}, hidden {config.hidden_dim}, l = {config.maxout_dim}, "
@@ -268,11 +267,7 @@ def measure(args, config, sentences: int, data, pairs) -> int:
         + ("within reach." if fastest <= 8 else f"**not reached** by any lever alone here "
                                                f"({fastest - 8:.1f} min over)."),
     ]
-    text = "\n".join(lines)
-    print(text)
-    update_section(args.out, "training-levers", text, title="Benchmarks")
-    print(f"wrote {args.out}")
-    return 0
+    return publish(args.out, "training-levers", "\n".join(lines))
 
 
 if __name__ == "__main__":

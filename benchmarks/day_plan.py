@@ -57,6 +57,7 @@ from course_utils.checks.worked import WORKED  # noqa: E402
 from course_utils.files import update_section  # noqa: E402
 from course_utils.tools.colab import is_setup_cell  # noqa: E402
 from course_utils.tools.execute import run_notebook  # noqa: E402
+from course_utils.tools.solutions import Region, split_cell  # noqa: E402
 
 #: Carver's (1992) memorizing gear, college students; see the module's docstring.
 WORDS_PER_MINUTE = 138
@@ -106,7 +107,6 @@ BLOCK_OF: dict[str, str | dict[str, str]] = {
 BACKGROUND = ("notebooks/04_multi30k_vanilla_vs_attention.ipynb",)
 HOMEWORK = (*HOMEWORK_LECTURES,
             *(p for p in NOTEBOOKS if p.startswith("solutions/") and p not in BLOCK_OF))
-SOLUTION = re.compile(r"### BEGIN SOLUTION(.*?)### END SOLUTION", re.S)
 #: The tag of a lecture notebook's "your turn" cell; its metadata ``course.worked`` names the
 #: piece of :data:`course_utils.checks.worked.WORKED` the student writes there.
 YOUR_TURN_TAG = "your-turn"
@@ -199,6 +199,14 @@ def _code_lines(source: str) -> int:
                if line.strip() and not line.strip().startswith("#"))
 
 
+def _marked(source: str) -> tuple[list[str], str]:
+    """The text of each marked region of ``source`` (the student writes it), and the text
+    around them (:func:`course_utils.tools.solutions.split_cell`)."""
+    pieces = split_cell(source)
+    return ([p.text for p in pieces if isinstance(p, Region)],
+            "\n".join(p for p in pieces if isinstance(p, str)))
+
+
 def _split_markdown(source: str) -> list[tuple[str | None, str]]:
     """``[(heading or None, text)]``: a markdown cell cut at each of its ``## `` headings."""
     parts: list[tuple[str | None, list[str]]] = [(None, [])]
@@ -238,8 +246,9 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
                 if heading:
                     sections.append(Section(heading))
                 section = sections[-1]
-                section.solution_words += sum(_words(a) for a in SOLUTION.findall(text))
-                section.words += _words(SOLUTION.sub("", text))
+                answers, given = _marked(text)
+                section.solution_words += sum(_words(a) for a in answers)
+                section.words += _words(given)
             continue
         section = sections[-1]
         if cell.cell_type != "code":
@@ -251,9 +260,9 @@ def sections_of(notebook: nbformat.NotebookNode, seconds: list[float]) -> list[S
             # the student writes the worked piece's body (its signature is in the cell, read)
             worked = WORKED[cell.metadata["course"]["worked"]].code
             section.solution_code_lines += _code_lines(worked.split(":\n", 1)[1])
-        answers = SOLUTION.findall(source)
+        answers, given = _marked(source)
         section.solution_code_lines += sum(_code_lines(a) for a in answers)
-        section.code_lines += _code_lines(SOLUTION.sub("", source))
+        section.code_lines += _code_lines(given)
         section.output_words += _output_words(cell)
         section.seconds += cell_seconds
         section.figures += sum(1 for o in cell.get("outputs", [])

@@ -21,11 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from report_page import publish
 
 from course_utils.alignment import crossings, monotonicity, step_entropy, word_class
 from course_utils.checkpoints import MULTI30K_RUN, RunFolder, load_checkpoint
 from course_utils.config import get_device
-from course_utils.files import update_section, write_text_atomically
+from course_utils.files import write_text_atomically
 from course_utils.metrics import LENGTH_BUCKETS, Interval, compare_by_length
 from course_utils.translation import Translator, evaluate_bleu
 from course_utils.translation_setup import CPU, GPU, TEST_SPLITS, prepare_data
@@ -177,14 +178,10 @@ def main(argv=None) -> int:
                      f"{verdict}; training time {minutes:.1f} minutes (target: at most 10).")
     lines += alignment_section(run, data, device)
     lines += ["", f"Evaluation took {time.perf_counter() - start:.0f} s.", ""]
-    text = "\n".join(lines)
-    print(text)
-    update_section(args.out, "multi30k", text)  # other scripts keep their own sections
     # the run's own record, which the page's numbers are checked against (tests/test_prose_numbers)
     write_text_atomically(args.out.with_suffix(".json"), json.dumps(
         {"written": dt.date.today().isoformat(), "report": lines}, indent=1) + "\n")
-    print(f"wrote {args.out} and {args.out.with_suffix('.json').name}")
-    return 0
+    return publish(args.out, "multi30k", "\n".join(lines), title="")
 
 
 def _signed(interval: Interval) -> str:

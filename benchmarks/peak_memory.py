@@ -23,8 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from day_plan import NOTEBOOKS  # noqa: E402
-
-from course_utils.files import update_section  # noqa: E402
+from report_page import publish  # noqa: E402
 
 RUNNER = ("import sys\nfrom course_utils.tools.execute import run_notebook\n"
           "run = run_notebook(sys.argv[1], save=False)\nprint(f'{run.seconds:.1f}')\n")
@@ -79,11 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         "times are for orientation only (other work may share the cores); the timed runs are in "
         "[`day_plan.md`](day_plan.md).",
     ]
-    text = "\n".join(lines)
-    print(text)
-    update_section(args.out, "peak-memory", text, title="Benchmarks")
-    print(f"wrote {args.out}")
-    return 0
+    return publish(args.out, "peak-memory", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -11,19 +11,18 @@ whatever PyTorch this Python has: run it once in the course's pinned environment
 environment with the newest PyTorch the README's command installs. Each run's counts are kept
 beside the report in ``grading_stress.json`` (``docs/``: one entry per PyTorch version) and the
 table of all of them is written to its section of the report (``docs/benchmarks.md``). One copy
-of each shortcut a student would try (:func:`shortcuts`) is graded beside them. Exits 1 when any
+of each shortcut a student would try (:func:`course_utils.tools.solutions.shortcuts`) is
+graded beside them. Exits 1 when any
 honest run lost a point, any untouched exercise scored, or any shortcut scored on a part it took.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import datetime as dt
 import json
 import os
 import platform
-import re
 import shutil
 import sys
 import tempfile
@@ -36,58 +35,15 @@ import torch
 from course_utils.checks import exercise_ids, get_exercise, notebook_of
 from course_utils.files import update_section, write_text_atomically
 from course_utils.tools.grading import GradingLimits, grade_folder
+from course_utils.tools.solutions import shortcuts
 
 ROOT = Path(__file__).resolve().parents[1]
 EXERCISES = {name: notebook_of(name, ROOT / "solutions").name for name in exercise_ids()}
 
 
-def library_names() -> dict[str, str]:
-    """Every top-level function and class of the library (``course_utils/*.py``, the checks
-    and tools included) -> the module that defines it: what a lazy student would import."""
-    names: dict[str, str] = {}
-    for path in sorted((ROOT / "course_utils").rglob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        for node in ast.parse(path.read_text(encoding="utf-8")).body:
-            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
-                names.setdefault(node.name, module)
-    return names
-
-
-def shortcuts(exercise_id: str) -> dict[str, tuple[nbformat.NotebookNode, list[str]]]:
-    """The shortcuts a student would try, each as ``(notebook, the parts it takes)``, made from
-    the worked solution: every cell that defines a graded function or class replaced by
-
-    - ``exec``: ``exec`` of that cell's own (correct) text, as ``exec(inspect.getsource(...))``
-      of a library's copy would run it: code no cell of the notebook defines;
-    - ``library``: an import of the library's object of the same name, where one exists.
-
-    The parts a shortcut takes must score 0; the rest of the notebook is the honest solution."""
-    exercise = get_exercise(exercise_id)
-    library = library_names()
-    made = {}
-    for kind in ("exec", "library"):
-        notebook = nbformat.read(notebook_of(exercise_id, ROOT / "solutions"), as_version=4)
-        taken = []
-        for name, check in exercise.checks.items():
-            defines = re.compile(rf"^\s*(def|class)\s+{re.escape(check.target)}\b", re.M)
-            for cell in notebook.cells:
-                if cell.cell_type != "code" or not defines.search(cell.source):
-                    continue
-                if kind == "exec":
-                    cell.source = f"exec({cell.source!r})"
-                elif check.target in library:
-                    cell.source = f"from {library[check.target]} import {check.target}"
-                else:
-                    continue
-                taken.append(name)
-        if taken:
-            made[kind] = (notebook, sorted(set(taken)))
-    return made
-
-
 def stress(exercise_id: str, copies: int, untouched: int, jobs: int, folder: Path) -> dict:
     """Grade ``copies`` solutions, ``untouched`` student versions of one exercise and one copy
-    of each of its :func:`shortcuts`."""
+    of each of its shortcuts (:func:`course_utils.tools.solutions.shortcuts`)."""
     exercise = get_exercise(exercise_id)
     submissions = folder / exercise_id
     submissions.mkdir()

@@ -1,5 +1,8 @@
 """Reading an attention matrix as an alignment between output and source tokens.
 
+Taught in notebook 5, sections 2 to 4 (alignment patterns, word order, entropy); notebook 4,
+section 7 reads one translation with it.
+
 ``weights`` is ``(tgt_len, src_len)``: row i is the attention of output step i. These
 functions turn it into the notions a translator uses. Directions are named the way a
 translator reads them, from source (English) to output (German):

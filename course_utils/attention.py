@@ -1,5 +1,9 @@
 """Additive (Bahdanau) attention: a NumPy reference and a PyTorch module.
 
+Taught in notebook 1, sections 2 to 4 (the NumPy reference, worked by hand: energies, weights,
+context), and notebook 2, sections 3 to 6 (the PyTorch module the student writes and checks
+against it: padding masks, the keys computed once).
+
 Bahdanau, Cho & Bengio, "Neural Machine Translation by Jointly Learning to Align
 and Translate" (ICLR 2015, arXiv:1409.0473), section 3.1 and appendix A.1.2.
 For decoder step i and source position j:

@@ -35,7 +35,7 @@ import torch
 
 from course_utils.config import lecture_runs_dirs, runs_dir
 from course_utils.data import Vocab
-from course_utils.files import atomic_path
+from course_utils.files import COURSE_FOLDER, atomic_path
 from course_utils.models import ModelConfig, Seq2Seq, build_model
 from course_utils.training import History
 
@@ -122,7 +122,7 @@ def display_path(path: str | Path) -> str:
     current folder (a student's own copy), else as given: notebook outputs are shared, so they
     never print a machine's absolute path when a relative one exists."""
     resolved = Path(path).resolve()
-    for base in (Path(__file__).resolve().parents[1], Path.cwd().resolve()):
+    for base in (COURSE_FOLDER, Path.cwd().resolve()):
         try:
             return str(resolved.relative_to(base))
         except ValueError:

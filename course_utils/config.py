@@ -1,4 +1,4 @@
-"""Run-time configuration shared by every notebook: scale and device.
+"""Run-time configuration shared by every notebook: scale, device, and the width of its text.
 
 ``COURSE_QUICK=1`` switches every notebook to smoke-test scale (CI sets it). Without it,
 notebooks run their real configuration: GPU-sized when a GPU is present, CPU-sized otherwise.
@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import os
 import platform
+import textwrap
 from pathlib import Path
 from typing import TypeVar
 
 import torch
 
-__all__ = ["cpu_bf16", "get_device", "lecture_runs_dirs", "quick_mode", "runs_dir", "scaled"]
+__all__ = ["TEXT_WIDTH", "cpu_bf16", "get_device", "lecture_runs_dirs", "quick_mode", "runs_dir",
+           "scaled", "wrap_text"]
 
 T = TypeVar("T")
+
+#: Characters per line of the text a notebook prints (a check's verdict, a hint): JupyterLab
+#: breaks a longer output line anywhere, even inside a word, at the width of the notebook.
+TEXT_WIDTH = 88
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"", "0", "false", "no", "off"}
@@ -121,3 +127,11 @@ def lecture_runs_dirs() -> list[Path]:
         if candidate.resolve() != found[0].resolve() and candidate not in found:
             found.append(candidate)
     return found
+
+
+def wrap_text(text: str, indent: str = "") -> str:
+    """``text`` with each of its lines broken between words (never inside one) at
+    :data:`TEXT_WIDTH` characters; ``indent`` starts each continuation line."""
+    return "\n".join(textwrap.fill(line, TEXT_WIDTH, break_long_words=False,
+                                   break_on_hyphens=False, subsequent_indent=indent)
+                     for line in text.splitlines())

@@ -1,5 +1,8 @@
 """Token data for the seq2seq notebooks: vocabularies and padded, length-bucketed batches.
 
+Taught in notebook 3, section 1 ("The task": a vocabulary, length-bucketed padded batches);
+notebook 4, section 1 reads Multi30k into the same batches.
+
 A *pair* is ``(source_ids, target_ids)``: two lists of token ids without BOS/EOS.
 :func:`make_batches` groups pairs of similar length into padded :class:`Batch`es (length
 bucketing: little padding, so little wasted work), in a fresh order every epoch.

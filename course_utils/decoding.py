@@ -1,5 +1,8 @@
 """Decoding a trained seq2seq model: greedy over a whole dataset, and beam search.
 
+Taught in notebook 3, sections 4 and 7 (greedy decoding of held-out sequences) and notebook 4,
+section 5 ("Beam search").
+
 :func:`greedy_decode` decodes one padded batch, one hypothesis per sentence, into a
 :class:`Decoded`; :func:`greedy_decode_pairs` decodes many sources with it, in batches of
 similar length. :func:`beam_search` keeps the

@@ -1,5 +1,7 @@
 """An interactive explorer: type an English sentence, read the German output and its attention.
 
+Taught in notebook 5, section 6 ("The explorer").
+
 In JupyterLab, :func:`explore` shows widgets: a text box for the sentence, greedy or beam
 search, a slider (with a play button) that steps through decoding, the German output with
 the current word marked and the English words shaded by how much that word attends to

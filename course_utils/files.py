@@ -1,4 +1,5 @@
-"""Writing files so that a failure never leaves a half-written one behind."""
+"""The course's files: where they are (:data:`COURSE_FOLDER`), and writing them so that a
+failure never leaves a half-written one behind."""
 
 from __future__ import annotations
 
@@ -8,7 +9,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["atomic_path", "current_umask", "update_section", "write_text_atomically"]
+__all__ = ["COURSE_FOLDER", "atomic_path", "current_umask", "update_section",
+           "write_text_atomically"]
+
+#: The folder that holds the ``course_utils`` package: a checkout of the course (with its
+#: ``notebooks/``, ``solutions/`` and ``exercises/``), or a student's handout. Declared once;
+#: the data, the checkpoints' display paths and every tool read it from here.
+COURSE_FOLDER = Path(__file__).resolve().parents[1]
 
 
 @contextmanager

@@ -1,6 +1,9 @@
 """Scoring seq2seq outputs: exact match, accuracy by length, corpus BLEU (overall and by
 source-length bucket, with bootstrap confidence intervals).
 
+Taught in notebook 4, sections 3 and 4 ("Test BLEU", "Short against long sentences", with
+paired-bootstrap intervals); exact match and accuracy by length in notebook 3, sections 3 and 6.
+
 Only scores live here: decoding is in :mod:`course_utils.decoding`, and the reversal task's
 alignment score in :mod:`course_utils.reversal`."""
 
@@ -371,16 +374,9 @@ class BleuComparison:
         return "\n".join(lines)
 
 
-def compare_bleu(
-    hypotheses: Mapping[str, Sequence[str]],
-    references: Sequence[str],
-    *,
-    baseline: str | None = None,
-    lowercase: bool = False,
-    confidence: float = 0.95,
-    resamples: int = 1000,
-    seed: int = 0,
-) -> BleuComparison:
+def compare_bleu(hypotheses: Mapping[str, Sequence[str]], references: Sequence[str], *,
+                 baseline: str | None = None, lowercase: bool = False, confidence: float = 0.95,
+                 resamples: int = 1000, seed: int = 0) -> BleuComparison:
     """Corpus BLEU of each model on the same sentences, and its gain over ``baseline`` (the
     first model by default), with paired-bootstrap intervals: the sentences are resampled with
     replacement ``resamples`` times and every model is scored on the same resample, as

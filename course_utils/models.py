@@ -1,5 +1,8 @@
 """GRU encoder-decoder models: with Bahdanau attention, and the fixed-context "vanilla" one.
 
+Taught in notebook 3, section 2 ("The model: the library's encoder, your decoder"); trained in
+notebook 4, section 2 ("Two models, one budget"), and in notebook 6.
+
 Bahdanau, Cho & Bengio (2014), arXiv:1409.0473, section 3 and appendix A:
 
 - the encoder is a bidirectional GRU; ``h_j = [forward h_j; backward h_j]``;
@@ -21,7 +24,7 @@ equal to this one.
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, asdict, dataclass, fields, replace
-from typing import Any
+from typing import Any, Literal
 
 import torch
 from torch import nn
@@ -391,9 +394,9 @@ class ModelConfig(ModelSizes):
     _: KW_ONLY  # the rest by name only: ModelConfig(n_src, n_tgt, attention=False, ...)
     attention: bool = True
     score: str = "additive"  # the attention score (course_utils.scores.SCORES)
-    # the decoder's state size; None: hidden_dim. A dot score compares the state with the
-    # bidirectional encoder's outputs (2 * hidden_dim), so it needs decoder_dim = 2 * hidden_dim
-    decoder_dim: int | None = None
+    # the decoder's state size; None: hidden_dim; "encoder": the encoder's outputs' size
+    # (2 * hidden_dim bidirectional), which a dot score needs, as it compares the two
+    decoder_dim: int | Literal["encoder"] | None = None
     bidirectional: bool = True  # False: a forward-only encoder (notebook 6's ablation)
     order: str = "bahdanau"  # "bahdanau": attend with s_(i-1); "luong": with s_i (LuongDecoder)
 
@@ -402,6 +405,9 @@ class ModelConfig(ModelSizes):
             raise ValueError(f"score must be one of {list(SCORES)}; got {self.score!r}")
         if self.order not in ORDERS:
             raise ValueError(f"order must be one of {list(ORDERS)}; got {self.order!r}")
+        if isinstance(self.decoder_dim, str) and self.decoder_dim != "encoder":
+            raise ValueError(f'decoder_dim must be a size, None or "encoder"; got '
+                             f"{self.decoder_dim!r}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -459,8 +465,9 @@ def build_model(config: ModelConfig, decoder_class: type[GRUDecoder] | None = No
                         f"{kind}; got {decoder_class!r}")
     encoder = Encoder(config.src_vocab_size, config.embed_dim, config.hidden_dim, config.dropout,
                       bidirectional=config.bidirectional)
-    args = (config.tgt_vocab_size, config.embed_dim, config.decoder_dim or config.hidden_dim,
-            encoder.output_dim)
+    decoder_dim = (encoder.output_dim if config.decoder_dim == "encoder"
+                   else config.decoder_dim or config.hidden_dim)
+    args = (config.tgt_vocab_size, config.embed_dim, decoder_dim, encoder.output_dim)
     make: Any = decoder_class  # the constructor of the base class it subclasses
     decoder: GRUDecoder
     if config.attention:

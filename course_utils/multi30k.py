@@ -1,5 +1,8 @@
 """Multi30k (task 1, English-German): find, download, verify and read the raw files.
 
+Taught in notebook 4, section 1 ("The data"), which every later translation notebook reads the
+same way.
+
 Elliott, Frank, Sima'an & Specia, "Multi30K: Multilingual English-German Image Descriptions"
 (2016). The files are the dataset's own, from its canonical location::
 
@@ -48,7 +51,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from course_utils.files import atomic_path
+from course_utils.files import COURSE_FOLDER, atomic_path
 
 __all__ = [
     "BASE_URL",
@@ -111,8 +114,6 @@ def cache_dir() -> Path:
     return base / "course_utils" / "multi30k"
 
 
-#: The folder that holds the ``course_utils`` package: a checkout of the course, or a handout.
-COURSE_FOLDER = Path(__file__).resolve().parents[1]
 #: The small sample, package data of ``course_utils`` (pyproject.toml's package-data).
 SAMPLE_FOLDER = Path(__file__).resolve().parent / "multi30k_sample"
 

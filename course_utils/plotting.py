@@ -2,6 +2,8 @@
 result plots of notebooks 1 and 4 (what a fixed context remembers, loss curves, BLEU by length),
 so that the code on those pages is the lesson and each plot is one call.
 
+Used from notebook 1, section 4 on: every heatmap and weight chart of the day.
+
 Each function draws on ``ax`` when given (so notebooks can build grids) and returns the
 matplotlib ``Figure``, which tests inspect and notebooks can save. The diagrams of the model
 live in :mod:`course_utils.diagrams` and are re-exported here.

@@ -1,5 +1,8 @@
 """The score functions of the attention literature behind one interface.
 
+Taught in notebook 6, sections 1 and 2 ("Four ways to score a query against a key", "Why dot
+products grow with the dimension"), and compared there in sections 5 and 7.
+
 Every module here is an :class:`~course_utils.attention.Attention`: it turns the source into
 keys once per batch (:meth:`project_keys`) and scores a decoder state against them
 (:meth:`energies`); masking, the softmax and the context are shared, so two models that differ
@@ -21,7 +24,7 @@ score           energy ``e_j``                      keys, computed once per sent
 ``scaled_dot`` compare ``s`` with ``h_j`` coordinate by coordinate, so they need
 ``decoder_dim == encoder_dim``. The course's encoder is bidirectional (``h_j`` has ``2h``
 numbers) and its decoder state has ``h``: a model with a dot score must therefore give its
-decoder a state of ``2h`` (``ModelConfig(decoder_dim=2 * hidden_dim)``; :class:`DotAttention`
+decoder a state of ``2h`` (``ModelConfig(decoder_dim="encoder")``; :class:`DotAttention`
 refuses unequal sizes and says so), rather than hide a projection inside "dot", which would make
 it "general".
 """

@@ -1,5 +1,7 @@
 """Moses tokenization for English and German, and building a translation dataset from text.
 
+Taught in notebook 4, section 1 ("The data").
+
 Moses (sacremoses) splits punctuation and clitics the way the MT community has for decades;
 detokenization undoes it, so that BLEU can be computed on plain text with sacreBLEU.
 """

@@ -1,5 +1,8 @@
 """Training seq2seq models: seeding, the loss, the loop, its history and snapshots.
 
+Taught in notebook 3, section 3 ("Training"); notebook 4, section 2, notebook 6 and exercise
+E10.2 train with the same loop.
+
 :func:`train` is the loop every notebook uses, and it takes the run's configuration whole: a
 :class:`TrainConfig` says how to train (every field documented where it is declared), and a
 task's :class:`RunConfig` (its name, :class:`course_utils.models.ModelSizes` and a

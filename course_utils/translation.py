@@ -37,25 +37,13 @@ from course_utils.translation_setup import (
     load_pairs,
     multi30k_config,
     prepare_data,
-    score_comparison_config,
+    translation_scores_config,
 )
 
-__all__ = [
-    "TEST_SPLITS",
-    "Evaluation",
-    "ExerciseCheckpoint",
-    "Translation",
-    "Translator",
-    "evaluate_bleu",
-    "exercise_config",
-    "find_or_train_attention_checkpoints",
-    "find_or_train_exercise_checkpoint",
-    "load_pairs",
-    "multi30k_config",
-    "prepare_data",
-    "score_comparison_config",
-    "translate",
-]
+__all__ = ["TEST_SPLITS", "Evaluation", "ExerciseCheckpoint", "Translation", "Translator",
+           "evaluate_bleu", "exercise_config", "find_or_train_attention_checkpoints",
+           "find_or_train_exercise_checkpoint", "load_pairs", "multi30k_config", "prepare_data",
+           "translate", "translation_scores_config"]
 
 
 @dataclass

@@ -1,35 +1,45 @@
 """No graded answer where a student can read it: the worked code of every automatically graded
-part is in nothing the handout ships (the library and its checks included, the README and the
-course site too), a short part's statements are in no lecture notebook, the README or the site,
-and no worked written answer repeats a lecture notebook, the README or a site page
-(:mod:`course_utils.tools.answer_search`)."""
+part, and the grader's hidden answers, are in nothing the handout ships (the library and its
+checks included, the README and the course site too), a short part's statements are in no
+lecture notebook, the README or the site, and no worked written answer repeats anything a
+student reads (:mod:`course_utils.tools.answer_search`)."""
 
 import shutil
+import textwrap
 import time
 
 import nbformat
 import pytest
 from helpers import ROOT
 
+from course_utils.checks import exercise_ids, get_exercise
 from course_utils.tools import answer_search
 from course_utils.tools.answer_search import (
     code_tokens,
-    exercise_ids,
     find_code_leaks,
     find_written_leaks,
+    hidden_code,
     statement_tokens,
-    worked_code,
-    worked_written,
 )
+from course_utils.tools.solutions import worked_code, worked_written
 
 EXERCISES = exercise_ids()
 
 
 def test_every_exercise_with_a_solution_is_searched():
-    assert EXERCISES == ["E10.1", "E10.2", "E10.3", "E10.4"]
+    assert EXERCISES and [path.name.split("-")[0] for path in sorted(
+        (ROOT / "solutions").glob("*.ipynb"))] == EXERCISES
     for exercise in EXERCISES:
         parts = worked_code(exercise)
-        assert parts and all(parts.values()), f"{exercise}: a graded part with no worked code"
+        assert set(parts) == set(get_exercise(exercise).checks)
+        assert all(parts.values()), f"{exercise}: a graded part with no worked code"
+
+
+def test_the_graders_hidden_answers_are_searched_for_too():
+    found = {exercise: hidden_code(exercise) for exercise in EXERCISES}
+    assert any(found.values()), "no exercise has hidden answers to search for"
+    for exercise, functions in found.items():
+        assert all(regions and all(regions) for regions in functions.values()), exercise
 
 
 @pytest.mark.parametrize("exercise", EXERCISES)
@@ -73,6 +83,17 @@ def test_a_worked_part_pasted_into_the_library_is_found_even_retyped(course):
     assert [(f.part, f.where) for f in found] == [("softmax", "course_utils/attention.py")]
 
 
+def test_a_hidden_answer_pasted_into_a_shipped_module_is_found(course):
+    """The grader's hidden answers ship nowhere, nor does a copy of one in a module that ships."""
+    exercise, functions = next((e, f) for e in EXERCISES if (f := hidden_code(e, course)))
+    part, (body,) = max(functions.items(), key=lambda item: len(item[1][0]))
+    assert not [f for f in find_code_leaks(exercise, course) if f.part == part]
+    with open(course / "course_utils" / "attention.py", "a") as module:
+        module.write("\n\ndef helper(*args):\n" + textwrap.indent(body, "    ") + "\n")
+    found = [(f.part, f.where) for f in find_code_leaks(exercise, course)]
+    assert (part, "course_utils/attention.py") in found
+
+
 def test_a_worked_written_answer_copied_into_a_lecture_is_found(course, tmp_path):
     cell, answer = next(iter(worked_written("E10.1").items()))
     (course / "notebooks").unlink()
@@ -85,9 +106,9 @@ def test_a_worked_written_answer_copied_into_a_lecture_is_found(course, tmp_path
 
 
 def test_the_command_line_reports_and_fails_on_a_finding(capsys, monkeypatch):
-    monkeypatch.setattr(answer_search, "find_code_leaks", lambda name: [
-        answer_search.Finding(name, "softmax", "course_utils/x.py", "exps = np.exp(shifted)")])
-    monkeypatch.setattr(answer_search, "find_written_leaks", lambda name: [])
+    monkeypatch.setattr(answer_search, "find_leaks", lambda exercises: [
+        answer_search.Finding(name, "softmax", "course_utils/x.py", "exps = np.exp(shifted)")
+        for name in exercises])
     assert answer_search.main(["E10.1"]) == 1
     assert "E10.1 softmax: in course_utils/x.py" in capsys.readouterr().out
 

@@ -17,11 +17,11 @@ from course_utils.tools.grading import grade_folder
 from course_utils.tools.grading.answers import (
     RUN,
     lecture_sources,
-    runs_of,
     write_answers_page,
     written_answers,
 )
 from course_utils.tools.grading.results import GradeResult
+from course_utils.tools.word_runs import runs_of
 
 EXERCISE = get_exercise("E10.1")
 HANDOUT = ROOT / "exercises" / "E10.1-attention-by-hand.ipynb"
@@ -41,7 +41,7 @@ def notebook_sentence() -> tuple[str, str]:
         words = list(re.finditer(r"[A-Za-z]+", cell.source))
         if cell.cell_type == "markdown" and len(words) > 40:
             passage = cell.source[words[20].start():words[32].end()]
-            if not runs_of(passage) & handout:
+            if not runs_of(passage, RUN) & handout:
                 return passage, cell.id
     raise AssertionError("no passage of notebook 1 to copy")
 

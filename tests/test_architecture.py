@@ -1,4 +1,5 @@
-"""The package's shape: the lesson's library reads on its own, the tools live apart.
+"""The package's shape: the lesson's library reads on its own, each notebook's views lean on it,
+the checks and the tools live apart.
 
 Read from the source, not from an import at run time: every ``import`` and ``from ... import``
 statement of every module, including those inside functions (imported on first use).
@@ -13,6 +14,7 @@ from helpers import ROOT
 PACKAGE = ROOT / "course_utils"
 MODULES = sorted(PACKAGE.rglob("*.py"))
 LIBRARY_FOLDERS = {PACKAGE}  # the lesson's library: the package's top level
+VIEWS = PACKAGE / "views"  # each notebook's tables and figures, made with the library
 MAX_LINES = 500
 
 
@@ -54,13 +56,22 @@ def course_imports(path: Path) -> set[str]:
     return targets & set(NAMES)
 
 
-def test_the_lessons_library_never_imports_the_checks_or_the_tools():
+def test_the_lessons_library_never_imports_the_views_the_checks_or_the_tools():
     for path in MODULES:
         if path.parent not in LIBRARY_FOLDERS:
             continue
+        reached = {t for t in course_imports(path) if t.startswith(
+            ("course_utils.views", "course_utils.checks", "course_utils.tools"))}
+        assert not reached, f"{module_name(path)} (the lesson's library) imports {reached}"
+
+
+def test_the_views_import_the_library_and_nothing_of_the_checks_or_the_tools():
+    views = [path for path in MODULES if path.parent == VIEWS]
+    assert views, "the notebooks' views are in course_utils/views"
+    for path in views:
         reached = {t for t in course_imports(path)
                    if t.startswith(("course_utils.checks", "course_utils.tools"))}
-        assert not reached, f"{module_name(path)} (the lesson's library) imports {reached}"
+        assert not reached, f"{module_name(path)} (a notebook's view) imports {reached}"
 
 
 def test_the_checks_never_import_the_tools():
@@ -123,10 +134,10 @@ def test_every_module_reads_in_one_sitting(path):
 
 
 def test_a_student_listing_the_package_sees_the_lesson_first():
-    """``ls course_utils``: the day's modules and two folders, the checks and the tools, beside
-    the Multi30k sample (package data, no module)."""
+    """``ls course_utils``: the day's modules and three folders, the notebooks' views, the checks
+    and the tools, beside the Multi30k sample (package data, no module)."""
     folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert folders == ["checks", "multi30k_sample", "tools"]
+    assert folders == ["checks", "multi30k_sample", "tools", "views"]
     assert not list((PACKAGE / "multi30k_sample").glob("*.py"))
     for tool in ("grading", "sandbox", "memcg", "nbgrader", "book", "execute", "kernel",
                  "exercises"):
@@ -136,7 +147,7 @@ def test_a_student_listing_the_package_sees_the_lesson_first():
 MAP = ROOT / "ARCHITECTURE.md"
 #: the packages a name in the map may be read from, most specific first
 MAP_PACKAGES = ("course_utils.tools.grading", "course_utils.tools", "course_utils.checks",
-                "course_utils")
+                "course_utils.views", "course_utils")
 
 
 def resolve(name: str) -> object | None:
@@ -177,7 +188,21 @@ def test_the_maintainers_map_names_only_what_exists():
     import re
 
     names = set(re.findall(r"`([A-Za-z_][\w/]*\.[A-Za-z_][\w.]*)`", MAP.read_text()))
-    names = {n for n in names if not n.endswith((".py", ".md", ".csv", ".png", ".html", ".json"))}
+    names = {n for n in names if not n.endswith((".py", ".md", ".csv", ".png", ".html", ".json",
+                                                ".ipynb"))}
     assert len(names) > 40, "the map's two paths name the functions a reader opens"
     missing = sorted(n for n in names if resolve(n) is None)
     assert not missing, f"ARCHITECTURE.md names what does not exist: {missing}"
+
+
+def test_the_maintainers_map_lists_every_module():
+    """Every module of the package is named in ARCHITECTURE.md (in code: ``handout``,
+    ``checks/e10_2/``), its package's ``__init__`` by the package's name."""
+    import re
+
+    words = {word for quoted in re.findall(r"`([^`]+)`", MAP.read_text())
+             for word in re.split(r"\W+", quoted) if word}
+    missing = sorted(name for name in NAMES if name != "course_utils"
+                     and not name.endswith("__main__") and name.rpartition(".")[2] not in words)
+    assert not missing, f"ARCHITECTURE.md does not name these modules: {missing}"
+

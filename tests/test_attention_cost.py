@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from course_utils.attention import BahdanauAttention
-from course_utils.attention_cost import (
+from course_utils.views.attention_cost import (
     CostGrid,
     plot_attention_cost,
     show_padding_masks,

@@ -10,7 +10,7 @@ from helpers import ROOT, judged_by_grader, notebook_functions
 
 from course_utils.checks import NOT_IMPLEMENTED
 from course_utils.checks import e10_2 as checks
-from course_utils.checks.word_errors import _case
+from course_utils.checks.e10_2.word_errors import _case
 from course_utils.models import ModelConfig
 
 
@@ -101,10 +101,10 @@ def test_the_untouched_exercise_scores_zero_on_word_differences():
 @pytest.mark.parametrize("student, points, hint", MISTAKES)
 def test_without_the_graders_answers_the_fixed_sentences_check_and_name_mistakes(
         monkeypatch, student, points, hint):
-    """A handout has no checks/hidden_e10_2.py: word_differences is checked on the fixed
+    """A handout has no checks/e10_2/hidden.py: word_differences is checked on the fixed
     sentences, whose answers are stored, names the same mistakes, and says that the grader
     adds fresh sentences."""
-    from course_utils.checks import word_errors
+    from course_utils.checks.e10_2 import word_errors
 
     monkeypatch.setattr(word_errors, "HIDDEN", None)
     for right in (SOLUTION["word_differences"], counted):
@@ -115,7 +115,7 @@ def test_without_the_graders_answers_the_fixed_sentences_check_and_name_mistakes
 
 
 def test_answers_recited_from_the_stored_constants_fail_when_graded():
-    from course_utils.checks import word_errors
+    from course_utils.checks.e10_2 import word_errors
 
     def recited(hypothesis, reference):
         for base in word_errors.KNOWN:
@@ -128,10 +128,10 @@ def test_answers_recited_from_the_stored_constants_fail_when_graded():
 
 
 def test_calling_the_graders_answers_earns_nothing():
-    from course_utils.checks import hidden_e10_2
+    from course_utils.checks.e10_2 import hidden
 
     def borrowed(hypothesis, reference):
-        return hidden_e10_2.word_differences(re.findall(r"\w+", hypothesis.lower()),
+        return hidden.word_differences(re.findall(r"\w+", hypothesis.lower()),
                                              re.findall(r"\w+", reference.lower()))
 
     result = checks.check_word_differences(borrowed)

@@ -8,9 +8,9 @@ import pytest
 import sacrebleu
 from helpers import ROOT, judged_by_grader, notebook_functions
 
-from course_utils.checks import bleu_curve as part
 from course_utils.checks import e10_2 as checks
-from course_utils.checks import hidden_e10_2
+from course_utils.checks.e10_2 import bleu_curve as part
+from course_utils.checks.e10_2 import hidden
 
 SOLUTION = ROOT / "solutions" / "E10.2-vanilla-vs-attention.ipynb"
 RIGHT_LENGTHS = [int(n) for n in part.KNOWN["right"][0]]  # a copy: not the check's own data
@@ -46,31 +46,31 @@ def test_the_curve_is_corpus_bleu_over_each_window():
     """The lesson's definition: window 0 is BLEU per exact length; a window wider than the
     lengths' range pools every sentence at every point; a point needs min_sentences."""
     hyps, refs, lengths = part._cases()
-    exact = hidden_e10_2.bleu_curve(hyps, refs, lengths, 0, 1)
+    exact = hidden.bleu_curve(hyps, refs, lengths, 0, 1)
     assert sorted(exact) == sorted(set(lengths))
     for n, value in exact.items():
         chosen = [i for i, k in enumerate(lengths) if k == n]
         assert value == sacrebleu.corpus_bleu([hyps[i] for i in chosen],
                                               [[refs[i] for i in chosen]]).score
     everything = sacrebleu.corpus_bleu(hyps, [refs]).score
-    wide = hidden_e10_2.bleu_curve(hyps, refs, lengths, max(lengths), len(lengths))
+    wide = hidden.bleu_curve(hyps, refs, lengths, max(lengths), len(lengths))
     assert list(wide) == list(range(min(lengths), max(lengths) + 1))
     assert all(np.isclose(v, everything) for v in wide.values())
-    assert hidden_e10_2.bleu_curve(hyps, refs, lengths, 0, 2) == {
+    assert hidden.bleu_curve(hyps, refs, lengths, 0, 2) == {
         n: v for n, v in exact.items() if lengths.count(n) >= 2}
     with pytest.raises(ValueError, match="mistake must be one of"):
-        hidden_e10_2.bleu_curve(hyps, refs, lengths, 1, 1, mistake="typo")
+        hidden.bleu_curve(hyps, refs, lengths, 1, 1, mistake="typo")
 
 
 def test_the_handouts_stored_answers_are_the_graders():
     hyps, refs, lengths = part._cases()
     for call, (window, least) in enumerate(part.CALLS):
-        assert part.KNOWN["right"][call] == hidden_e10_2.bleu_curve(hyps, refs, lengths, window,
+        assert part.KNOWN["right"][call] == hidden.bleu_curve(hyps, refs, lengths, window,
                                                                     least)
-    assert set(part.MISTAKES) == set(hidden_e10_2.MISTAKES) == set(part.KNOWN) - {"right"}
+    assert set(part.MISTAKES) == set(hidden.MISTAKES) == set(part.KNOWN) - {"right"}
     for mistake in part.MISTAKES:  # each differs from the right curve on the fixed case
         stored = part.KNOWN[mistake][0]
-        assert stored == hidden_e10_2.bleu_curve(hyps, refs, lengths, *part.CALLS[0],
+        assert stored == hidden.bleu_curve(hyps, refs, lengths, *part.CALLS[0],
                                                  mistake=mistake)
         assert stored != part.KNOWN["right"][0], mistake
 
@@ -134,13 +134,13 @@ def test_scoring_handed_to_the_librarys_metrics_scores_zero():
 
 
 def test_the_checks_stored_curves_read_from_its_module_score_zero():
-    from course_utils.checks.bleu_curve import CALLS, KNOWN
+    from course_utils.checks.e10_2.bleu_curve import CALLS, KNOWN
 
     def bleu_curve(hypotheses, references, source_lengths, window, min_sentences):
         return dict(KNOWN["right"][CALLS.index((window, min_sentences))])
 
     result = checks.check_bleu_curve(bleu_curve)
-    assert result.points == 0 and "course_utils.checks.bleu_curve." in result.message, result
+    assert result.points == 0 and "course_utils.checks.e10_2.bleu_curve." in result.message, result
     right, calls = KNOWN["right"], {(2, 3): 0, (1, 2): 1}
 
     def one_level_down(hypotheses, references, source_lengths, window, min_sentences):
@@ -164,7 +164,7 @@ def test_an_attribute_named_like_a_library_import_is_not_a_use_of_it():
 
 def test_a_recited_answer_passes_the_fixed_case_only_and_the_handout_names_mistakes(
         monkeypatch):
-    """A handout has no checks/hidden_e10_2.py: the check runs the fixed case against its
+    """A handout has no checks/e10_2/hidden.py: the check runs the fixed case against its
     stored answers, names the known mistakes there and says the grader adds fresh sentences.
     A function that recites the stored answers fails once graded."""
     pasted = {call: dict(curve) for call, curve in zip(part.CALLS, part.KNOWN["right"])}

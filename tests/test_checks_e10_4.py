@@ -190,7 +190,7 @@ def test_each_usual_mistake_gets_its_hint_and_no_points(part, fn, hint):
 
 
 def test_additive_without_the_broadcast_axes_is_explained_on_unequal_lengths():
-    from course_utils.checks.all_steps import function_adapter
+    from course_utils.checks.e10_4.all_steps import function_adapter
     run = function_adapter("additive_scores", ("scores",))(additive_paired)
     S, H = torch.randn(2, 3, 4), torch.randn(2, 5, 6)
     out = run(S.numpy(), H.numpy(), np.ones((7, 4), np.float32), np.ones((7, 6), np.float32),
@@ -318,7 +318,7 @@ def test_untouched_missing_and_crashing_functions_get_zero_with_a_reason():
 
 
 def test_the_references_are_the_library_called_step_by_step():
-    from course_utils.checks import all_steps
+    from course_utils.checks.e10_4 import all_steps
     S, H = torch.randn(2, 3, 4), torch.randn(2, 5, 4)
     energies, weights, contexts = all_steps.loop_over_steps(DotAttention(4, 4), S, H)
     assert torch.allclose(energies, S @ H.transpose(1, 2), atol=1e-5)

@@ -9,15 +9,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_utils import files
 from course_utils.tools import exercises
-from course_utils.tools.exercise_format import (
-    ANSWER_STUB,
-    BEGIN,
-    CODE_STUB,
-    END,
-    ExerciseFormatError,
-    strip_solutions,
-)
+from course_utils.tools.exercise_format import ANSWER_STUB, CODE_STUB, strip_solutions
 from course_utils.tools.exercises import make_exercise, render_exercise
+from course_utils.tools.solutions import BEGIN, END, ExerciseFormatError, regions
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 
@@ -41,16 +35,8 @@ def test_exercise_has_no_outputs_and_no_solution_code(solution):
         assert BEGIN not in cell.source and END not in cell.source
         if cell.cell_type == "code":
             assert cell.outputs == [] and cell.execution_count is None
-    hidden = []
-    for cell in nbformat.read(solution, as_version=4).cells:
-        inside = False
-        for line in cell.source.splitlines():
-            if line.strip() == BEGIN:
-                inside = True
-            elif line.strip() == END:
-                inside = False
-            elif inside and line.strip():
-                hidden.append(line.strip())
+    hidden = [line.strip() for cell in nbformat.read(solution, as_version=4).cells
+              for region in regions(cell.source) for line in region.lines if line.strip()]
     text = "\n".join(cell.source for cell in student.cells)
     leaked = [line for line in hidden if line in text]
     assert not leaked, f"solution lines left in the exercise: {leaked}"

@@ -23,11 +23,8 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.text import Text
 from matplotlib.transforms import Bbox
 
-from course_utils import reversal_views as views
-from course_utils.attention_cost import CostGrid, plot_attention_cost, show_padding_masks
 from course_utils.diagrams import plot_attention_shapes
 from course_utils.exposure_bias import plot_accuracy_by_position
-from course_utils.intro_plots import plot_bottleneck, plot_energies_and_weights
 from course_utils.plotting import (
     MIN_FONTSIZE,
     NOTEBOOK_WIDTH,
@@ -40,8 +37,11 @@ from course_utils.plotting import (
     plot_weights,
 )
 from course_utils.reversal import reversal_vocab
-from course_utils.score_plots import plot_bleu_gains
-from course_utils.translation_setup import plot_sentence_lengths
+from course_utils.views import reversal as views
+from course_utils.views.attention_cost import CostGrid, plot_attention_cost, show_padding_masks
+from course_utils.views.intro import plot_bottleneck, plot_energies_and_weights
+from course_utils.views.scores import plot_bleu_gains
+from course_utils.views.translation import plot_sentence_lengths
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -23,12 +23,14 @@ import nbformat
 import pytest
 from helpers import ROOT
 
-from course_utils.tools import handout
-from course_utils.tools.exercise_format import BEGIN, END
+from course_utils.tools import handout, solutions
+from course_utils.tools.answer_search import find_leaks
 from course_utils.tools.exercises import render_exercise
+from course_utils.tools.solutions import left_out, ships, worked_code, worked_written
 
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
-HIDDEN = sorted((ROOT / "course_utils").rglob(handout.HIDDEN))  # the grader's answers
+HIDDEN = [p for p in sorted((ROOT / "course_utils").rglob("*.py"))  # the grader's answers
+          if not ships(p.relative_to(ROOT))]
 CACHES = ("__pycache__", ".ipynb_checkpoints")
 SAMPLE = ROOT / "course_utils" / "multi30k_sample"
 FULL = os.environ.get("MULTI30K_DIR")
@@ -46,14 +48,9 @@ def files_under(folder: Path) -> dict[str, bytes]:
 
 
 def written_answers() -> list[tuple[str, str]]:
-    """``(notebook, answer)`` for every written answer of a solution's manual Markdown cells."""
-    found = []
-    for path in SOLUTIONS:
-        for cell in nbformat.read(path, as_version=4).cells:
-            if cell.cell_type == "markdown" and cell.metadata.get("course", {}).get("manual"):
-                answer = cell.source.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-                found.append((path.name, answer))
-    return found
+    """``(exercise, answer)`` for every worked written answer of the solutions."""
+    return [(path.name.split("-")[0], answer) for path in SOLUTIONS
+            for answer in worked_written(path.name.split("-")[0]).values()]
 
 
 def test_the_handout_holds_what_students_need_and_nothing_else(made):
@@ -75,7 +72,7 @@ def test_the_handout_holds_what_students_need_and_nothing_else(made):
     assert files_under(made / "notebooks") == {
         p.name: p.read_bytes() for p in (ROOT / "notebooks").glob("*.ipynb")} | {
         "matplotlibrc": (ROOT / "notebooks" / "matplotlibrc").read_bytes()}
-    # the package whole, but for the grader's answers (checks/hidden_*.py)
+    # the package whole, but for the grader's answers (checks/e10_2/hidden.py, ...)
     hidden = {str(p.relative_to(ROOT / "course_utils")) for p in HIDDEN}
     assert hidden and files_under(made / "course_utils") == {
         name: data for name, data in files_under(ROOT / "course_utils").items()
@@ -119,45 +116,38 @@ def test_the_exercises_are_exactly_the_generated_ones_without_outputs(made):
         assert not [c for c in cells if c.cell_type == "code" and c.outputs]
 
 
-def test_no_file_holds_a_line_of_a_worked_solution(made):
-    needles = handout.solution_text(ROOT)
-    # every solution and every written answer is searched for, not only some
-    assert {where.split(",")[0] for where in needles.values()} == {p.name for p in SOLUTIONS} | {
-        p.relative_to(ROOT).as_posix() for p in HIDDEN}
-    for notebook, answer in written_answers():
-        lines = [line.strip() for line in answer.splitlines()
-                 if len(line.strip()) >= handout.MIN_CHARS]
-        assert lines and all(line in needles for line in lines), notebook
-    assert handout.find_solution_text(made, needles) == []
+def test_no_file_holds_a_worked_solution_or_a_hidden_answer(made):
+    assert HIDDEN and written_answers()
+    assert find_leaks(ROOT, readable=made) == []
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.stem)
-def test_the_detector_finds_a_solution_copied_in(made, tmp_path, solution):
+def test_the_search_finds_a_solution_copied_in(made, tmp_path, solution):
     copy = tmp_path / "copy"
     shutil.copytree(made, copy)
     shutil.copy2(solution, copy / "exercises" / solution.name)  # the worked one, not the stub
-    leaks = handout.find_solution_text(copy, handout.solution_text(ROOT))
-    assert leaks and {leak.file for leak in leaks} == {copy / "exercises" / solution.name}
-    assert {leak.solution.split(",")[0] for leak in leaks} == {solution.name}
+    leaks = find_leaks(ROOT, readable=copy)
+    assert leaks and {leak.where.split(",")[0] for leak in leaks} == {
+        f"exercises/{solution.name}"}
+    assert {leak.exercise for leak in leaks} == {solution.name.split("-")[0]}
 
 
-def test_the_detector_finds_a_written_answer_or_a_line_of_code_pasted_anywhere(made, tmp_path):
+def test_the_search_finds_a_written_answer_or_worked_code_pasted_anywhere(made, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(made, copy)
-    needles = handout.solution_text(ROOT)
-    _, answer = written_answers()[0]
+    exercise, answer = written_answers()[0]
     with open(copy / "README.md", "a", encoding="utf-8") as readme:
         readme.write("\n" + answer + "\n")
-    line = next(line for line, where in needles.items()
-                if where.startswith(SOLUTIONS[0].name) and "=" in line)
-    (copy / "course_utils" / "hint.py").write_text(f"# {line}\n")
+    code = next(region for regions in worked_code(exercise).values() for region in regions
+                if len(region.splitlines()) > 2)
+    (copy / "course_utils" / "hint.py").write_text(
+        "def hint(*args):\n" + textwrap.indent(code, "    ") + "\n")
     notebook = nbformat.read(copy / "notebooks" / "01_bottleneck_and_attention_by_hand.ipynb", 4)
     notebook.cells.append(nbformat.v4.new_markdown_cell(f'A "quoted" answer: {answer}'))
     nbformat.write(notebook, copy / "notebooks" / "01_bottleneck_and_attention_by_hand.ipynb")
-    leaks = handout.find_solution_text(copy, needles)
-    assert {leak.file.relative_to(copy) for leak in leaks} == {
-        Path("README.md"), Path("course_utils/hint.py"),
-        Path("notebooks/01_bottleneck_and_attention_by_hand.ipynb")}
+    leaks = find_leaks(ROOT, readable=copy)
+    assert {leak.where.split(",")[0] for leak in leaks} == {
+        "README.md", "course_utils/hint.py", "notebooks/01_bottleneck_and_attention_by_hand.ipynb"}
 
 
 def test_a_handout_that_would_hold_a_solution_is_not_written(tmp_path, monkeypatch):
@@ -361,8 +351,8 @@ def test_the_site_of_a_handout_has_no_solutions(tmp_path):
     course.mkdir()
     for name in ("README.md", "course.py", "pyproject.toml", "environment.yml"):
         shutil.copy2(ROOT / name, course / name)
-    shutil.copytree(ROOT / "course_utils", course / "course_utils", ignore=handout.LEFT_OUT)
-    assert (course / handout.SAMPLE).is_dir()  # the Multi30k sample travels with the package
+    shutil.copytree(ROOT / "course_utils", course / "course_utils", ignore=left_out(ROOT))
+    assert (course / solutions.SAMPLE).is_dir()  # the Multi30k sample travels with the package
     notebook = ROOT / "notebooks" / "02_bahdanau_attention_in_pytorch.ipynb"
     (course / "notebooks").mkdir()
     shutil.copy2(notebook, course / "notebooks" / notebook.name)
@@ -376,14 +366,13 @@ def test_the_site_of_a_handout_has_no_solutions(tmp_path):
     assert (site / "notebooks" / f"{notebook.stem}.html").exists()
     assert not (site / "solutions").exists()
     assert "Worked solutions" not in (site / "index.html").read_text(encoding="utf-8")
-    needles = handout.solution_text(course)
-    assert handout.find_solution_text(site, needles) == []
+    assert find_leaks(course, readable=out) == []
     assert sorted(os.listdir(tmp_path)) == ["course", "out"]
-    # ... where the same site built with the solutions gives them away, pages and sources
-    with_them = book.build_book(tmp_path / "with-solutions", course=course, solutions=True)
-    leaks = {leak.file.relative_to(with_them) for leak in handout.find_solution_text(
-        with_them, needles)}
-    assert Path("solutions", f"{SOLUTIONS[0].stem}.html") in leaks
+    # ... where the same site built with the solutions, handed out, gives them away
+    with_them = book.build_book(tmp_path / "with-solutions" / "site", course=course,
+                                solutions=True)
+    leaks = {leak.where.split(",")[0] for leak in find_leaks(course, readable=with_them.parent)}
+    assert f"site/solutions/{SOLUTIONS[0].stem}.html" in leaks
 
 
 #: Run in the handout's folder with its own course_utils, with every network connection refused
@@ -452,7 +441,7 @@ def test_a_handout_with_the_bundled_data_reads_it_offline(bundled, tmp_path):
     assert load_offline(bundled, "sample", tmp_path) == SAMPLE_SIZES
     readme = (bundled / "README.md").read_text(encoding="utf-8")
     assert "`data/multi30k/`" in readme and "runs offline" in readme
-    assert handout.find_solution_text(bundled, handout.solution_text(ROOT)) == []
+    assert find_leaks(ROOT, readable=bundled) == []
 
 
 def test_bundling_damaged_or_missing_data_is_refused_and_leaves_nothing(tmp_path, monkeypatch):
@@ -473,7 +462,7 @@ def test_a_handout_published_as_a_repository_keeps_its_data(made, tmp_path):
     copy = tmp_path / "repo"
     shutil.copytree(made, copy)
     subprocess.run(["git", "init", "-q", str(copy)], check=True)
-    data = sorted(str(p.relative_to(copy)) for p in (copy / handout.SAMPLE).rglob("*")
+    data = sorted(str(p.relative_to(copy)) for p in (copy / solutions.SAMPLE).rglob("*")
                   if p.is_file())
     assert len(data) == 14  # the sample, its sums and README
     ignored = subprocess.run(["git", "-C", str(copy), "check-ignore", *data],

@@ -6,8 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.heatmap_reading import best_translated_reordering, plot_reading, read_alignment
 from course_utils.translation import Translation
+from course_utils.views.heatmap_reading import (
+    best_translated_reordering,
+    plot_reading,
+    read_alignment,
+)
 
 ENGLISH = "a man sits on the red chair in the park".split()  # 10 tokens
 

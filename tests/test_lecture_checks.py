@@ -16,6 +16,7 @@ from course_utils.checks.lecture import (
     check_teacher_forcing,
 )
 from course_utils.checks.worked import WORKED, show_worked
+from course_utils.config import TEXT_WIDTH
 from course_utils.models import AttentionDecoder, DecoderMemory, GRUDecoder
 
 
@@ -309,6 +310,6 @@ def test_a_verdict_breaks_its_lines_between_words_at_the_notebooks_width(capsys)
                  + "`course_utils.attention.BahdanauAttention.forward_with_a_long_name`.\nNext.")
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) > 3 and lines[-1] == "Next."
-    assert all(len(line) <= lecture.WIDTH for line in lines[:-2])  # a long name stays whole
+    assert all(len(line) <= TEXT_WIDTH for line in lines[:-2])  # a long name stays whole
     assert any("`course_utils.attention.BahdanauAttention.forward_with_a_long_name`." in line
                for line in lines)

@@ -7,13 +7,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from course_utils.long_inputs import (
+from course_utils.metrics import compare_by_length, length_buckets
+from course_utils.views.long_inputs import (
     joined_pairs,
     length_ratios,
     plot_bleu_against_length,
     sentences_written,
 )
-from course_utils.metrics import compare_by_length, length_buckets
 
 PAIRS = [(f"A dog {i} runs.", f"Ein Hund {i} rennt.") for i in range(7)]
 

@@ -94,11 +94,17 @@ def test_bad_orders_and_scores_are_clear_errors():
     # dot compares s (hidden_dim) with h_j (2 * hidden_dim, bidirectional): sizes must agree
     with pytest.raises(ValueError, match="decoder_dim must equal encoder_dim; got 12 and 24"):
         build_model(ModelConfig(10, 10, hidden_dim=12, score="dot"))
-    # the course's way: a decoder state as wide as the encoder's outputs
+    # the course's way: a decoder state as wide as the encoder's outputs, by name or by size
     for order in ("bahdanau", "luong"):
-        model = build_model(ModelConfig(10, 10, hidden_dim=12, decoder_dim=24, score="dot",
-                                        order=order))
-        assert model.decoder.attention.key_dim == 24
+        for width in ("encoder", 24):
+            model = build_model(ModelConfig(10, 10, hidden_dim=12, decoder_dim=width,
+                                            score="dot", order=order))
+            assert model.decoder.attention.key_dim == 24
+    forward_only = build_model(ModelConfig(10, 10, hidden_dim=12, decoder_dim="encoder",
+                                           score="dot", bidirectional=False))
+    assert forward_only.decoder.attention.key_dim == 12
+    with pytest.raises(ValueError, match='decoder_dim must be a size, None or "encoder"'):
+        ModelConfig(10, 10, decoder_dim="double")
 
 
 def test_a_forward_only_encoder_reads_each_position_up_to_there():

@@ -20,13 +20,13 @@ import pytest
 from helpers import ROOT
 
 from course_utils.checks import get_exercise, nbgrader_points
-from course_utils.tools.exercise_format import BEGIN, END, ExerciseFormatError
 from course_utils.tools.nbgrader import (
     called_check,
     checks_by_call,
     export_nbgrader,
     nbgrader_source,
 )
+from course_utils.tools.solutions import BEGIN, END, ExerciseFormatError, without_markers
 
 NBGRADER = "0.9.6"
 ASSIGNMENTS = {"E10.1": "E10.1-attention-by-hand.ipynb",
@@ -203,8 +203,7 @@ def filled_in(release: nbformat.NotebookNode, solution: nbformat.NotebookNode):
     filled = copy.deepcopy(release)
     for cell in filled.cells:
         if nbgrader_meta(cell).get("solution"):
-            cell.source = "\n".join(line for line in answers[cell.id].splitlines()
-                                    if line.strip() not in (BEGIN, END))
+            cell.source = without_markers(answers[cell.id])
     return filled
 
 

@@ -1,5 +1,9 @@
 """An exercise is registered in one place, its file names (course_utils.checks.registry): every
-tool and test finds it from there, and a missing or stray file is an error that names it."""
+tool and test finds it from there, and a missing or stray file is an error that names it. No test
+lists the exercises: tests/test_new_exercise.py adds one from the template and finds it
+registered, graded, handed out and searched."""
+
+from pathlib import Path
 
 import pytest
 from helpers import ROOT
@@ -9,7 +13,8 @@ from course_utils.checks import exercise_ids, get_exercise, notebook_of, registr
 
 def test_every_exercise_has_its_checks_its_solution_and_its_student_version():
     ids = exercise_ids()
-    assert ids == ["E10.1", "E10.2", "E10.3", "E10.4"]
+    solved = {p.name.split("-", 1)[0] for p in (ROOT / "solutions").glob("*.ipynb")}
+    assert ids and set(ids) == solved
     for name in ids:
         assert get_exercise(name).id == name
         solution = notebook_of(name, ROOT / "solutions")
@@ -25,12 +30,29 @@ def test_the_readme_lists_every_exercise():
         assert f"exercises/{notebook_of(name, ROOT / 'exercises').name}" in readme, name
 
 
-def test_ids_come_from_module_names_in_numeric_order(tmp_path, monkeypatch):
-    for name in ("e10_2.py", "e10_10.py", "e10_9.py", "e11_1.py", "hints.py", "e10_x.py"):
+def test_ids_come_from_folder_and_module_names_in_numeric_order(tmp_path, monkeypatch):
+    for name in ("e10_2.py", "e10_10.py", "e11_1.py", "hints.py", "e10_x.py"):
         (tmp_path / name).write_text("")
+    for name in ("e10_9", "e10_7"):  # a folder counts once it has its __init__.py
+        (tmp_path / name).mkdir()
+    (tmp_path / "e10_9" / "__init__.py").write_text("")
     monkeypatch.setattr(registry, "_CHECKS", tmp_path)
     assert registry.exercise_ids() == ["E10.2", "E10.9", "E10.10", "E11.1"]
     assert registry.module_of("E10.10") == "course_utils.checks.e10_10"
+    assert registry.module_of("E10.9") == "course_utils.checks.e10_9"
+    # the hidden answers: in an exercise's folder, or beside a one-module exercise
+    assert registry.hidden_module_of("E10.9") == "course_utils.checks.e10_9.hidden"
+    assert registry.hidden_module_of("E10.2") == "course_utils.checks.hidden_e10_2"
+
+
+def test_every_exercise_finds_its_hidden_answers_where_they_are():
+    for name in exercise_ids():
+        hidden = registry.load_hidden(name)
+        path = ROOT.joinpath(*registry.hidden_module_of(name).split(".")).with_suffix(".py")
+        assert (hidden is not None) == path.is_file(), name
+        if hidden is not None:
+            assert hidden.__name__ == registry.hidden_module_of(name)
+            assert Path(hidden.__file__).resolve() == path.resolve()
 
 
 def test_unknown_ids_and_missing_notebooks_are_named(tmp_path):

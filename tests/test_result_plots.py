@@ -9,14 +9,14 @@ from matplotlib.colors import to_hex
 
 from course_utils.colours import BLUE, ORANGE
 from course_utils.exposure_bias import PositionAccuracy, plot_accuracy_by_position
-from course_utils.intro_plots import plot_bottleneck, plot_energies_and_weights
 from course_utils.metrics import BleuComparison, Interval, LengthComparison
 from course_utils.plotting import (
     plot_bleu_by_length,
     plot_loss_curves,
 )
-from course_utils.score_plots import plot_bleu_gains
 from course_utils.training import History
+from course_utils.views.intro import plot_bottleneck, plot_energies_and_weights
+from course_utils.views.scores import plot_bleu_gains
 
 
 def fading_recall(longest: int = 30) -> list[np.ndarray]:

@@ -7,10 +7,10 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from course_utils import reversal_views as views
 from course_utils.models import build_model
 from course_utils.reversal import BOTTLENECK_QUICK, QUICK, make_reversal_pairs, reversal_vocab
 from course_utils.training import History
+from course_utils.views import reversal as views
 
 
 def history(exact=(0.5, 0.995), snapshots=None) -> History:

@@ -15,6 +15,7 @@ from helpers import ROOT
 
 from course_utils import setup
 from course_utils.tools import colab, handout
+from course_utils.tools.answer_search import find_leaks
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
@@ -218,7 +219,7 @@ def test_a_new_handout_gets_its_links_and_bad_targets_are_refused(tmp_path, caps
     cells = nbformat.read(out / "exercises" / EXERCISES[0].name, 4).cells
     assert colab.course_line(cells[1].source) == "git+https://github.com/bob/course@1a2b3c4"
     assert "/blob/1a2b3c4/exercises/" in cells[0].source
-    assert handout.find_solution_text(out, handout.solution_text(ROOT)) == []
+    assert find_leaks(ROOT, readable=out) == []
     plain = tmp_path / "plain"
     plain.mkdir()
     assert handout.main([str(plain / "h")]) == 0

@@ -12,8 +12,8 @@ from course_utils.metrics import BleuResult
 from course_utils.models import ModelConfig, build_model
 from course_utils.text import build_translation_data
 from course_utils.training import History
-from course_utils.translation_setup import (
-    QUICK,
+from course_utils.translation_setup import QUICK
+from course_utils.views.translation import (
     bleu_table,
     describe_lengths,
     describe_splits,

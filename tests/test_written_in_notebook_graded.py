@@ -3,29 +3,16 @@ student version scores 0 (every part "not implemented yet"), and the same soluti
 graded function or class run from text by ``exec`` (the shortcut a student takes with
 ``exec(inspect.getsource(...))`` of the library) scores 0, saying why. One batch per exercise."""
 
-import re
-
 import nbformat
 import pytest
 from helpers import ROOT, calibrated_limits
 
 from course_utils.checks import exercise_ids, get_exercise, notebook_of
 from course_utils.tools.grading import grade_folder
+from course_utils.tools.solutions import shortcuts
 
 LIMITS = calibrated_limits(cell_seconds=120, total_seconds=500)
 NOT_WRITTEN = "graded code must be written in this notebook's cells"
-
-
-def run_from_text(notebook: nbformat.NotebookNode, targets: set[str]) -> int:
-    """Replace each cell that defines one of ``targets`` by ``exec`` of its own text; the
-    number of cells replaced."""
-    replaced = 0
-    for cell in notebook.cells:
-        defined = re.findall(r"^(?:def|class) (\w+)", cell.source, re.M)
-        if cell.cell_type == "code" and targets & set(defined):
-            cell.source = f"exec({cell.source!r})"
-            replaced += 1
-    return replaced
 
 
 @pytest.mark.parametrize("exercise_id", exercise_ids())
@@ -37,8 +24,8 @@ def test_the_solution_scores_full_marks_the_untouched_exercise_and_exec_of_the_a
     subs.mkdir()
     nbformat.write(nbformat.read(solution, as_version=4), subs / "honest.ipynb")
     (subs / "untouched.ipynb").write_bytes(notebook_of(exercise_id, ROOT / "exercises").read_bytes())
-    shortcut = nbformat.read(solution, as_version=4)
-    assert run_from_text(shortcut, {c.target for c in exercise.checks.values()}) >= 1
+    shortcut, taken = shortcuts(exercise_id)["exec"]
+    assert taken == sorted(exercise.checks)
     nbformat.write(shortcut, subs / "shortcut.ipynb")
     results = {r.student: r for r in grade_folder(exercise_id, subs, tmp_path / "out",
                                                   limits=LIMITS, progress=False)}

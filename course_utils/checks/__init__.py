@@ -36,9 +36,11 @@ Where things are: :mod:`~course_utils.checks.framework` (``Check``, ``Exercise``
 exercise), :mod:`~course_utils.checks.calling` (calling the student's code, ``CheckFailed``),
 :mod:`~course_utils.checks.probes` (the kernel's and the grader's halves),
 :mod:`~course_utils.checks.own_work` (spotting the reference in a student's function),
-:mod:`~course_utils.checks.hints` (naming a known mistake), and one module per exercise
-(``e10_1`` ... ``e10_4``), registered by their file names (:mod:`~course_utils.checks.registry`:
-``exercise_ids``, ``notebook_of``). This file only gathers their public names.
+:mod:`~course_utils.checks.hints` (naming a known mistake), and one folder per exercise
+(``e10_1/`` ... ``e10_4/``: its checks in ``__init__``, its own helpers beside them, and the
+grader's ``hidden`` answers, which no handout carries), registered by their names
+(:mod:`~course_utils.checks.registry`: ``exercise_ids``, ``notebook_of``, ``load_hidden``).
+This file only gathers their public names.
 """
 
 from course_utils.checks.calling import (

@@ -1,7 +1,8 @@
 """Calling the student's code from a check: what it raised, and where in their code.
 
 A check body calls the student's function through :func:`call_student` (an error names the
-input and the student's own line) and fails with :class:`CheckFailed`. A notebook cell that
+input and the student's own line) and fails with :class:`CheckFailed`; a part whose ``adapt``
+runs the student's class reads what it reported through :func:`reported`. A notebook cell that
 only shows a result uses :func:`try_run`, so that an unfinished part never stops Run All.
 """
 
@@ -14,8 +15,8 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["NOT_IMPLEMENTED", "CheckFailed", "CheckPending", "call_student", "student_line",
-           "try_run"]
+__all__ = ["NOT_IMPLEMENTED", "CheckFailed", "CheckPending", "call_student", "reported",
+           "student_line", "try_run"]
 
 NOT_IMPLEMENTED = "not implemented yet: replace `raise NotImplementedError` with your code"
 
@@ -73,6 +74,20 @@ def call_student(function: Callable, *args: object, given: str) -> Any:
     except Exception as error:
         raise CheckFailed(f"your function raised {type(error).__name__}: {error}"
                           f"{student_line(error)} when given {given}") from None
+
+
+def reported(out: object, name: str) -> dict:
+    """What a part's adapted function (the student's class run on plain data, see
+    :class:`~course_utils.checks.framework.Check`'s ``adapt``) reported: its dict, once it is
+    one; an error it reported (``"error"``) as a failed check; ``"not_implemented"`` as the part
+    not written yet. ``name`` is what the student wrote, for the message."""
+    if not isinstance(out, dict):
+        raise CheckFailed(f"{name} reported no result")
+    if out.get("not_implemented"):
+        raise NotImplementedError
+    if out.get("error"):
+        raise CheckFailed(str(out["error"])[:1000])
+    return out
 
 
 def try_run(function: object, *args: object) -> Any:

@@ -12,7 +12,6 @@ the graded exercises.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Callable, Collection
 
 import torch
@@ -26,6 +25,7 @@ from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.worked import WORKED, attempt_failed, show_hint, show_worked
 from course_utils.checks.yours import forget, keep
+from course_utils.config import wrap_text
 from course_utils.models import (
     AttentionDecoder,
     DecoderMemory,
@@ -62,15 +62,9 @@ def close_pair(got: object, wrong: tuple[torch.Tensor, torch.Tensor]) -> bool:
     return isinstance(got, tuple) and len(got) >= 2 and all(map(close, got[:2], wrong))
 
 
-#: Characters per line of a verdict: JupyterLab breaks a longer output line anywhere, even
-#: inside a word, at the width of the notebook.
-WIDTH = 88
-
-
 def _say(text: str) -> None:
-    """Print ``text`` with each of its lines broken between words at :data:`WIDTH`."""
-    print("\n".join(textwrap.fill(line, WIDTH, break_long_words=False, break_on_hyphens=False,
-                                   subsequent_indent="  ") for line in text.splitlines()))
+    """Print ``text`` with each of its lines broken between words at the notebook's width."""
+    print(wrap_text(text, indent="  "))
 
 
 def _report(name: str, piece: str, fallback: str, problems: Callable[[], str]) -> bool:
@@ -323,13 +317,21 @@ def check_decoder_step(decoder_class: object) -> type:
 
     Returns the class the notebook goes on with: ``decoder_class`` once its step passes,
     otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s step."""
-    passed = _report("Decoder.step", "step", "AttentionDecoder's own step (course_utils)",
-                     lambda: _step_problems(decoder_class))
-    _kept("step", decoder_class, passed)  # type: ignore[arg-type]
+    return _decoder_to_go_on_with(decoder_class, "Decoder.step", "step", "step",
+                                  lambda: _step_problems(decoder_class))
+
+
+def _decoder_to_go_on_with(decoder_class: object, name: str, piece: str, method: str,
+                           problems: Callable[[], str]) -> type:
+    """The verdict on the student's ``method`` of ``decoder_class`` (:func:`_report`), the class
+    kept or forgotten; returned as it is once it passes, otherwise with the library's
+    ``method`` of :class:`course_utils.models.AttentionDecoder` (:func:`_fallback`)."""
+    passed = _report(name, piece, f"AttentionDecoder's own {method} (course_utils)", problems)
+    _kept(piece, decoder_class, passed)  # type: ignore[arg-type]
     if passed or not (isinstance(decoder_class, type)
                       and issubclass(decoder_class, AttentionDecoder)):
         return decoder_class  # type: ignore[return-value]
-    return _fallback(decoder_class, "step")
+    return _fallback(decoder_class, method)
 
 
 def _target_case() -> tuple[torch.Tensor, torch.Tensor]:
@@ -434,14 +436,8 @@ def check_teacher_forcing(decoder_class: object) -> type:
 
     Returns the class the notebook trains: ``decoder_class`` once its forward passes,
     otherwise ``decoder_class`` with :class:`course_utils.models.AttentionDecoder`'s forward."""
-    passed = _report("TeacherForcing.forward", "teacher forcing",
-                     "AttentionDecoder's own forward (course_utils)",
-                     lambda: _forward_problems(decoder_class))
-    _kept("teacher forcing", decoder_class, passed)  # type: ignore[arg-type]
-    if passed or not (isinstance(decoder_class, type)
-                      and issubclass(decoder_class, AttentionDecoder)):
-        return decoder_class  # type: ignore[return-value]
-    return _fallback(decoder_class, "forward")
+    return _decoder_to_go_on_with(decoder_class, "TeacherForcing.forward", "teacher forcing",
+                                  "forward", lambda: _forward_problems(decoder_class))
 
 
 assert set(WORKED) == {"attention", "step", "teacher forcing"}, "one check per worked piece"

@@ -30,8 +30,8 @@ import numpy as np
 
 from course_utils.checks.calling import student_line
 
-__all__ = ["AxesData", "FigureData", "decode", "describe_figure", "encode", "fresh_seed",
-           "recording", "replaying", "run_seed"]
+__all__ = ["AxesData", "FigureData", "decode", "describe_figure", "encode", "fixed_or_fresh",
+           "fresh_seed", "recording", "replaying", "run_seed", "said_when_graded"]
 
 #: This run's seed; None: the fixed inputs students see. A context variable, not a global: the
 #: grader judges several submissions at once in threads, each from its own seed.
@@ -45,6 +45,20 @@ def fresh_seed(base: int) -> int:
         return base
     return int(np.random.SeedSequence([run, base]).generate_state(1, dtype=np.uint64)[0]
                >> 1)
+
+
+def fixed_or_fresh(base: int, hidden: object) -> int:
+    """The seed of a check's inputs whose answers only the grader computes: :func:`fresh_seed`
+    where this copy of the course has the grader's answers (``hidden``,
+    :func:`~course_utils.checks.registry.load_hidden`), else ``base``, the fixed case whose
+    answers the check stores."""
+    return fresh_seed(base) if hidden is not None else base
+
+
+def said_when_graded(done: str, hidden: object, inputs: str) -> str:
+    """A passed part's message; without the grader's answers (a handout, where only the fixed
+    cases run), it says that the grader also runs ``inputs`` drawn afresh."""
+    return done if hidden is not None else f"{done} (when graded, it also runs on fresh {inputs})"
 
 
 @contextmanager

@@ -15,8 +15,9 @@ output of a notebook shows those lines before the cell that asks for them.
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
+
+from course_utils.config import wrap_text
 
 __all__ = ["WORKED", "Worked", "attempt_failed", "show_hint", "show_worked"]
 
@@ -117,7 +118,7 @@ def show_hint(name: str) -> None:
     piece = _opened(name, "show_hint")
     if piece is not None:
         print(f"A hint for {piece.title} ({piece.where}):\n")
-        print(textwrap.fill(piece.hint, 88))
+        print(wrap_text(piece.hint))
         print(f"\nStill stuck? show_worked({name!r}) prints a worked version.")
 
 

@@ -3,8 +3,13 @@
 - :mod:`course_utils.tools.grading`: ``course-grade``, grading a folder of submissions (its
   intake, the worker that runs a notebook, supervision, sandbox and memory cgroup, the result
   cache, judging, and the gradebook, feedback and histogram it writes)
-- :mod:`course_utils.tools.exercise_format`: the ``### BEGIN SOLUTION`` markers, and stripping
-  them into a student's version
+- :mod:`course_utils.tools.solutions`: the worked solutions, read in one place: the
+  ``### BEGIN SOLUTION`` markers and their regions, the cells that define each graded part, the
+  shortcuts a student would try, and what a handout ships
+- :mod:`course_utils.tools.exercise_format`: a solution made into a student's version
+- :mod:`course_utils.tools.answer_search`: the one search for answers where students can read
+  them (with :mod:`course_utils.tools.student_pages`, what they read, and
+  :mod:`course_utils.tools.word_runs`, copied words found)
 - :mod:`course_utils.tools.exercises`: ``course-exercises``, ``exercises/`` from ``solutions/``
 - :mod:`course_utils.tools.nbgrader`: the same exercises as nbgrader source notebooks
 - :mod:`course_utils.tools.book`: the course website (``python3 course.py book``)

@@ -1,11 +1,11 @@
-"""Where a graded answer could be copied from: the worked code of every automatically graded part,
-searched for in everything a student can read (the library's source and its checks, the
-notebooks, the README and the course site: :mod:`course_utils.tools.student_pages`), and the
-worked written answers searched for in the lecture notebooks, the README and the site's pages.
+"""The one search for graded answers where a student can read them: the worked code of every
+automatically graded part and the grader's hidden answers, searched for in everything a handout
+gives students (the library's source and its checks, the notebooks, the README and the course
+site: :mod:`course_utils.tools.student_pages`, by :func:`course_utils.tools.solutions.ships`),
+and the worked written answers searched for in all their text. ``course-handout`` runs it on the
+handout it makes, and refuses one with a finding; the tests run it on the course.
 
-The handout's own leak search (:func:`course_utils.tools.handout.solution_text`) looks for lines
-of the solutions verbatim and leaves out lines the library holds anyway. This search is stricter
-and is what keeps each exercise the student's own work:
+It is what keeps each exercise the student's own work:
 
 - **code** is compared as tokens with comments, blank lines and layout dropped, every string one
   token and every local name (a variable, a parameter, the function's own name) the same token;
@@ -13,43 +13,52 @@ and is what keeps each exercise the student's own work:
   ``.sum``) are kept, because they are the answer, and each statement is compared by what it
   computes: ``return X`` and ``name = X`` both as ``X`` (:func:`_expression`). A part leaks when
   the whole of its worked code, or any two or three consecutive statements of it of at least
-  :data:`MIN_TOKENS` tokens, appear in one piece of code a student can read;
+  :data:`MIN_TOKENS` tokens, appear in one piece of code a student can read; so does a function
+  of the grader's hidden answers (:func:`hidden_code`), which no handout carries;
 - **a short part**, one whose whole worked code is under :data:`MIN_TOKENS` tokens (``return
   weights.argmax(axis=1) + 1``), would never leak by that rule, so each of its statements is
   compared with every whole statement of the lecture notebooks, the README and the site. Only
   statements that say something count (:func:`_telling`); the library is left out of this
   comparison, its plumbing being full of short idioms;
-- **written answers** leak when they share a run of :data:`SHINGLE_WORDS` words (case and
-  punctuation ignored) with a lecture notebook's text, the README or a page of the site.
+- **written answers** leak when they share a run of :data:`SHINGLE_WORDS` words
+  (:mod:`course_utils.tools.word_runs`: case, punctuation and formulas ignored) with any text a
+  student reads: a notebook, the README, a page of the site, the package's modules.
 
-Used by ``tests/test_answer_search.py``; ``python -m course_utils.tools.answer_search`` prints
-what it finds (exit status 1 when it finds anything).
+``python -m course_utils.tools.answer_search [E10.1 ...]`` prints what it finds (exit status 1
+when it finds anything).
 """
 
 from __future__ import annotations
 
+import ast
 import builtins
 import io
 import keyword
 import re
 import sys
+import textwrap
 import tokenize
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-import nbformat
-
-from course_utils.checks.framework import get_exercise
-from course_utils.checks.registry import exercise_ids, notebook_of
-from course_utils.tools.exercise_format import BEGIN, END
-from course_utils.tools.student_pages import LECTURE, README, SITE, code_pieces, prose_pieces
+from course_utils.checks.registry import hidden_module_of
+from course_utils.files import COURSE_FOLDER
+from course_utils.tools.solutions import solved_exercises, worked_code, worked_written
+from course_utils.tools.student_pages import (
+    LECTURE,
+    README,
+    SITE,
+    Piece,
+    code_pieces,
+    prose_pieces,
+)
+from course_utils.tools.word_runs import runs_of
 
 __all__ = ["MIN_STATEMENT_TOKENS", "MIN_TOKENS", "SHINGLE_WORDS", "WINDOW", "Finding",
-           "code_tokens", "exercise_ids", "find_code_leaks", "find_written_leaks", "main",
-           "solution_of", "statement_tokens", "worked_code", "worked_written"]
+           "code_tokens", "find_code_leaks", "find_leaks", "find_written_leaks", "hidden_code",
+           "main", "statement_tokens"]
 
-COURSE = Path(__file__).resolve().parents[2]
 #: Consecutive statements of a part's worked code that may not appear together elsewhere.
 WINDOW = 3
 #: A window (or a whole part) shorter than this many tokens is too generic to count as a copy.
@@ -58,7 +67,7 @@ MIN_TOKENS = 16
 MIN_STATEMENT_TOKENS = 6
 #: Where a short part's statements are looked for: what a student reads before the exercise.
 SHORT_PART_PLACES = frozenset({LECTURE, README, SITE})
-#: Words in a row that a worked written answer may not share with a lecture notebook.
+#: Words in a row that a worked written answer may not share with what a student reads.
 SHINGLE_WORDS = 10
 #: Names kept as they are: the modules an answer calls into.
 MODULES = frozenset({"np", "numpy", "torch", "nn", "F", "math", "plt", "sns", "functools"})
@@ -70,27 +79,9 @@ class Finding(NamedTuple):
     """A graded answer found where a student can read it."""
 
     exercise: str
-    part: str  # the graded part, or the written question's cell
+    part: str  # the graded part, the written question's cell, or a hidden answer
     where: str  # the file (and cell) that holds it, relative to the course
     text: str  # the first line of what was found
-
-
-def solution_of(exercise_id: str, course: Path = COURSE) -> Path:
-    """The worked solution of ``exercise_id``."""
-    return notebook_of(exercise_id, course / "solutions")
-
-
-def _regions(source: str) -> Iterator[str]:
-    """The text between each pair of solution markers of a cell."""
-    inside = False
-    lines: list[str] = []
-    for line in source.splitlines():
-        if line.strip() in (BEGIN, END):
-            if inside and lines:
-                yield "\n".join(lines)
-            inside, lines = line.strip() == BEGIN, []
-        elif inside:
-            lines.append(line)
 
 
 def _lines(source: str) -> list[list[str]]:
@@ -129,27 +120,6 @@ def code_tokens(source: str) -> list[str]:
 
 def _key(tokens: Iterable[str]) -> str:
     return "\x1f" + "\x1f".join(tokens) + "\x1f"
-
-
-def worked_code(exercise_id: str, course: Path = COURSE) -> dict[str, list[str]]:
-    """Each automatically graded part's worked code: the solution regions of the cells that
-    define the function or class the part checks, one string per region."""
-    cells = [c.source for c in nbformat.read(solution_of(exercise_id, course), as_version=4).cells
-             if c.cell_type == "code"]
-    parts = {}
-    for name, check in get_exercise(exercise_id).checks.items():
-        defines = re.compile(rf"^\s*(def|class)\s+{re.escape(check.target)}\b", re.M)
-        parts[name] = [region for source in cells if defines.search(source)
-                       for region in _regions(source)]
-    return parts
-
-
-def worked_written(exercise_id: str, course: Path = COURSE) -> dict[str, str]:
-    """The solution's worked written answers (Markdown between solution markers), by cell."""
-    path = solution_of(exercise_id, course)
-    return {f"cell {i}": "\n".join(_regions(cell.source))
-            for i, cell in enumerate(nbformat.read(path, as_version=4).cells)
-            if cell.cell_type == "markdown" and BEGIN in cell.source}
 
 
 def _needles(regions: list[str]) -> list[tuple[str, str]]:
@@ -210,42 +180,63 @@ def _short_needles(regions: list[str]) -> list[tuple[str, str]]:
             for expression in statement_tokens(region) if _telling(expression)]
 
 
-def find_code_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]:
-    """Every place a student can read that holds a graded part's worked code (normalised):
-    a window of it anywhere, or a short part's statement in a lecture, the README or the site."""
+def hidden_code(exercise_id: str, course: Path = COURSE_FOLDER) -> dict[str, list[str]]:
+    """The grader's hidden answers of ``exercise_id`` in ``course`` (none where it has none), by
+    function: the body of each, its docstring left out, searched for as a part's worked code."""
+    path = course.joinpath(*hidden_module_of(exercise_id).split(".")).with_suffix(".py")
+    if not path.is_file():
+        return {}
+    source = path.read_text(encoding="utf-8")
+    lines = source.splitlines()
+    found = {}
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if body:
+                text = "\n".join(lines[body[0].lineno - 1:body[-1].end_lineno])
+                found[f"hidden answers, {node.name}"] = [textwrap.dedent(text)]
+    return found
+
+
+class _Read(NamedTuple):
+    """A piece of code a student reads, as the search compares it."""
+
+    where: str
+    haystack: str  # every statement, normalised, in one key
+    expressions: set[str]  # each whole statement (lectures, README, site only)
+
+
+def _read(pieces: Iterable[Piece]) -> list[_Read]:
+    read = []
+    for where, kind, source in pieces:
+        statements = statement_tokens(source)
+        read.append(_Read(where, _key(t for statement in statements for t in statement),
+                          {_key(s) for s in statements} if kind in SHORT_PART_PLACES else set()))
+    return read
+
+
+def _code_leaks(exercise_id: str, course: Path, read: Sequence[_Read]) -> list[Finding]:
     parts = worked_code(exercise_id, course)
-    needles = {part: _needles(regions) for part, regions in parts.items()}
+    needles = {part: _needles(regions) for part, regions in
+               {**parts, **hidden_code(exercise_id, course)}.items()}
     short = {part: _short_needles(regions) for part, regions in parts.items()}
     findings = []
-    for where, kind, source in code_pieces(course):
-        statements = statement_tokens(source)
-        haystack = _key(t for statement in statements for t in statement)
-        expressions = {_key(s) for s in statements} if kind in SHORT_PART_PLACES else set()
+    for piece in read:
         for part, keys in needles.items():
-            hit = next((line for key, line in keys if key in haystack), None)
+            hit = next((line for key, line in keys if key in piece.haystack), None)
             if hit is None:
-                hit = next((line for key, line in short[part] if key in expressions), None)
+                hit = next((line for key, line in short.get(part, [])
+                            if key in piece.expressions), None)
             if hit is not None:
-                findings.append(Finding(exercise_id, part, where, hit))
+                findings.append(Finding(exercise_id, part, piece.where, hit))
     return findings
 
 
-def _words(text: str) -> list[str]:
-    text = re.sub(r"\$[^$]*\$", " ", text)  # formulas are notation, not sentences
-    return re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text.lower())
-
-
-def _shingles(words: list[str]) -> set[tuple[str, ...]]:
-    return {tuple(words[i:i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)}
-
-
-def find_written_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]:
-    """Every worked written answer that shares :data:`SHINGLE_WORDS` words in a row with the
-    text of a lecture notebook (its cells and saved outputs), the README or a site page."""
-    places = [(where, _shingles(_words(text))) for where, _, text in prose_pieces(course)]
+def _written_leaks(exercise_id: str, course: Path, places: Sequence[tuple[str, set]]
+                   ) -> list[Finding]:
     findings = []
     for cell, answer in worked_written(exercise_id, course).items():
-        mine = _shingles(_words(answer))
+        mine = runs_of(answer, SHINGLE_WORDS)
         for where, theirs in places:
             shared = mine & theirs
             if shared:
@@ -253,11 +244,40 @@ def find_written_leaks(exercise_id: str, course: Path = COURSE) -> list[Finding]
     return findings
 
 
+def _places(readable: Path) -> list[tuple[str, set]]:
+    return [(where, runs_of(text, SHINGLE_WORDS)) for where, _, text in prose_pieces(readable)]
+
+
+def find_code_leaks(exercise_id: str, course: Path = COURSE_FOLDER,
+                    readable: Path | None = None) -> list[Finding]:
+    """Every place a student can read that holds a graded part's worked code (normalised) or
+    one of the grader's hidden answers: a window of it anywhere, or a short part's statement in
+    a lecture, the README or the site. The solutions are ``course``'s; what a student reads is
+    ``readable``'s (a handout's folder), by default what ``course``'s handout would ship."""
+    return _code_leaks(exercise_id, course, _read(code_pieces(readable or course)))
+
+
+def find_written_leaks(exercise_id: str, course: Path = COURSE_FOLDER,
+                       readable: Path | None = None) -> list[Finding]:
+    """Every worked written answer that shares :data:`SHINGLE_WORDS` words in a row with a text
+    a student reads (see :func:`find_code_leaks` for ``course`` and ``readable``)."""
+    return _written_leaks(exercise_id, course, _places(readable or course))
+
+
+def find_leaks(course: Path = COURSE_FOLDER, readable: Path | None = None,
+               exercises: Sequence[str] | None = None) -> list[Finding]:
+    """:func:`find_code_leaks` and :func:`find_written_leaks` of every exercise ``course`` has
+    the solution of (or those named), what a student reads read once."""
+    read, places = _read(code_pieces(readable or course)), _places(readable or course)
+    return [finding for exercise_id in (exercises or solved_exercises(course))
+            for finding in _code_leaks(exercise_id, course, read)
+            + _written_leaks(exercise_id, course, places)]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print every finding for the exercises named (all by default); 1 if there is any."""
-    names = list(sys.argv[1:] if argv is None else argv) or exercise_ids()
-    findings = [f for name in names
-                for f in find_code_leaks(name) + find_written_leaks(name)]
+    names = list(sys.argv[1:] if argv is None else argv) or None
+    findings = find_leaks(exercises=names)
     for f in findings:
         print(f"{f.exercise} {f.part}: in {f.where}: {f.text}")
     print(f"{len(findings)} graded answer(s) found where students can read them")

@@ -43,11 +43,12 @@ from pathlib import Path
 
 import nbformat
 
+from course_utils.files import COURSE_FOLDER
 from course_utils.tools.book_assets import FAVICON, write_assets
 from course_utils.tools.book_markdown import display_math_in_paragraphs, link_course_files
 from course_utils.tools.book_pages import INSTRUCTORS_PAGE, repair_site, split_readme
 from course_utils.tools.execute import built_with, describe_build
-from course_utils.tools.exercise_format import BEGIN, END
+from course_utils.tools.solutions import split_cell
 
 __all__ = [
     "BOOK_PACKAGES",
@@ -61,7 +62,6 @@ __all__ = [
     "missing_packages",
 ]
 
-COURSE = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = Path("_build") / "book" / "html"
 
 #: What the site needs (import names); pyproject.toml's ``book`` extra installs them.
@@ -214,17 +214,16 @@ def answers_as_boxes(markdown: str) -> str:
     """A worked solution's Markdown with each written answer in a box titled "Worked answer".
 
     In Markdown cells the exercise markers (``### BEGIN SOLUTION``) would be headings on the
-    page; the box shows the same region as what it is.
+    page; the box shows the same region (:func:`course_utils.tools.solutions.regions`) as what
+    it is.
     """
-    lines = []
-    for line in markdown.split("\n"):
-        if line.strip() == BEGIN:
-            lines += ["````{admonition} Worked answer", ":class: tip", ""]
-        elif line.strip() == END:
-            lines.append("````")
+    lines: list[str] = []
+    for piece in split_cell(markdown):
+        if isinstance(piece, str):
+            lines.append(piece)
         else:
-            lines.append(line)
-    return "\n".join(lines)
+            lines += ["````{admonition} Worked answer", ":class: tip", "", *piece.lines, "````"]
+    return "\n".join(lines) + ("\n" if markdown.endswith("\n") else "")
 
 
 def _copy_notebook(path: Path, dest: Path, pages: set[str], *, boxes: bool) -> None:
@@ -278,7 +277,7 @@ def _explorer_offline(notebook: nbformat.NotebookNode, name: str) -> None:
 def build_book(
     out: str | Path | None = None,
     *,
-    course: str | Path = COURSE,
+    course: str | Path = COURSE_FOLDER,
     solutions: bool = True,
     quiet: bool = True,
 ) -> Path:
@@ -344,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"where the site goes (default: {DEFAULT_OUT} in the course folder)")
     parser.add_argument("--no-solutions", action="store_true",
                         help="leave the worked solutions out of the site")
-    parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
+    parser.add_argument("--course", type=Path, default=COURSE_FOLDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     try:

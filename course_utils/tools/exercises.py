@@ -1,8 +1,8 @@
 """Generate the student exercise notebooks from the worked solutions.
 
 Each solution notebook in ``solutions/`` becomes ``exercises/`` notebook of the same name, with
-every marked solution region replaced (see :mod:`course_utils.tools.exercise_format` for the
-markers and what is refused).
+every marked solution region replaced (:mod:`course_utils.tools.exercise_format`; the markers,
+and what is refused, are :mod:`course_utils.tools.solutions`').
 
 Command line (installed as ``course-exercises``)::
 
@@ -20,12 +20,8 @@ from pathlib import Path
 import nbformat
 
 from course_utils.files import write_text_atomically
-from course_utils.tools.exercise_format import (
-    NBFORMAT_VERSION,
-    ExerciseFormatError,
-    notebook_text,
-    strip_solutions,
-)
+from course_utils.tools.exercise_format import NBFORMAT_VERSION, notebook_text, strip_solutions
+from course_utils.tools.solutions import ExerciseFormatError
 
 __all__ = ["build_all", "main", "make_exercise", "render_exercise"]
 

@@ -16,10 +16,12 @@ notes. A handout holds only what students need::
     site/             with --site: the course website of the handout (no solutions)
 
 ``python3 course.py lab`` opens it as it opens the repository; ``python3 course.py test`` says
-that the tests are not part of a handout. Before the folder is put in place, every file in it is
-searched for the text of the worked solutions (:func:`solution_text`); a handout that holds any
-is refused. It is written into a temporary folder beside OUT and renamed only when complete, so
-a failure leaves no OUT behind.
+that the tests are not part of a handout. The package ships without the grader's hidden answers
+(:func:`course_utils.tools.solutions.ships`, the definition the answer search reads by too), and
+before the folder is put in place, what it gives students is searched for the worked solutions
+and the hidden answers (:func:`course_utils.tools.answer_search.find_leaks`); a handout that
+holds any is refused. It is written into a temporary folder beside OUT and renamed only when
+complete, so a failure leaves no OUT behind.
 
 Command line (installed as ``course-handout``)::
 
@@ -34,9 +36,6 @@ Command line (installed as ``course-handout``)::
 from __future__ import annotations
 
 import argparse
-import ast
-import html
-import json
 import os
 import re
 import shutil
@@ -44,20 +43,18 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
-from typing import Any, NamedTuple
 
 import nbformat
 
 from course_utils import multi30k as dataset
-from course_utils.files import current_umask
+from course_utils.files import COURSE_FOLDER, current_umask
+from course_utils.tools.answer_search import find_leaks
 from course_utils.tools.colab import ColabError, is_handout, parse_target, write_links
-from course_utils.tools.exercise_format import BEGIN, END
 from course_utils.tools.exercises import build_all
+from course_utils.tools.solutions import NOTEBOOKS, SAMPLE, left_out
 
-__all__ = ["HandoutError", "Leak", "find_solution_text", "main", "make_handout",
-           "solution_text", "student_readme"]
+__all__ = ["HandoutError", "main", "make_handout", "student_readme"]
 
-COURSE = Path(__file__).resolve().parents[2]
 #: Copied as they are; ``postBuild`` and the other repo2docker files only where the course has
 #: them (Binder builds ``environment.yml``, then runs ``postBuild``).
 FILES = ("course.py", "pyproject.toml", "environment.yml")
@@ -79,25 +76,6 @@ GITIGNORE_DATA = ("\n# the handout's Multi30k data (data/): part of the handout\
 ELSEWHERE = "the course repository's "
 #: The course's folders a handout is made from (OUT may not be inside one of them).
 COPIED = ("notebooks", "exercises", "course_utils", "solutions")
-#: Never copied from ``notebooks/`` or ``course_utils/``: runs, checkpoints, caches.
-#: Nor the grader's answers (``course_utils/checks/hidden_*.py``): a handout's checks run the
-#: examples whose answers are written out, and the grader, run from the course, adds the rest.
-HIDDEN = "hidden_*.py"
-_LEFT_OUT = shutil.ignore_patterns("runs", "checkpoints", "*.pt", "*.gz", "__pycache__",
-                                   "*.py[cod]", ".ipynb_checkpoints", "*.egg-info", HIDDEN)
-#: The package's Multi30k sample, whose ``.gz`` files are copied all the same.
-SAMPLE = Path("course_utils", "multi30k_sample")
-
-
-def LEFT_OUT(folder: str, names: list[str]) -> set[str]:
-    """What :func:`shutil.copytree` leaves out of a folder of the course (see ``_LEFT_OUT``),
-    but for the package's Multi30k sample."""
-    left_out = _LEFT_OUT(folder, names)
-    if Path(folder).name == SAMPLE.name:
-        left_out = {name for name in left_out if not name.endswith(".gz")}
-    return left_out
-#: Solution lines shorter than this (``return fig``, ``continue``) are not searched for.
-MIN_CHARS = 20
 DEFAULT_HAND_IN = (
     "Before you hand in, run the notebook from the top (*Kernel → Restart Kernel and Run All "
     "Cells*; in Colab *Runtime → Restart session and run all*): the grader runs it the same way, "
@@ -108,103 +86,6 @@ DEFAULT_HAND_IN = (
 
 class HandoutError(RuntimeError):
     """The handout cannot be made; the message says why and what to do."""
-
-
-class Leak(NamedTuple):
-    """A line of a worked solution found in a file of the handout."""
-
-    file: Path
-    line: str
-    solution: str  # where the line comes from: "E10.1-attention-by-hand.ipynb, cell 3"
-
-
-def solution_text(course: Path = COURSE) -> dict[str, str]:
-    """The lines a handout must not hold, each mapped to the solution cell it comes from.
-
-    Every line of at least :data:`MIN_CHARS` characters between the solution markers of
-    ``solutions/*.ipynb``: the code (also without its trailing comment) and the written
-    answers. Code lines that the course shows students anyway are left out: those of the lecture
-    notebooks and of the ``course_utils`` package, which holds the reference versions the checks
-    compare with (calling them scores 0), so they are no secret. The grader's answers
-    (``course_utils/checks/hidden_*.py``, never copied) are searched for too, line by line.
-    """
-    sources = sorted((course / "course_utils").rglob("*.py"))
-    hidden = [path for path in sources if path.match(HIDDEN)]
-    public = "\n".join(path.read_text(encoding="utf-8")
-                       for path in sources if path not in hidden)
-    for path in sorted((course / "notebooks").glob("*.ipynb")):
-        cells = nbformat.read(path, as_version=4).cells
-        public += "\n" + "\n".join(cell.source for cell in cells if cell.cell_type == "code")
-    needles: dict[str, str] = {}
-    for path in sorted((course / "solutions").glob("*.ipynb")):
-        for index, cell in enumerate(nbformat.read(path, as_version=4).cells):
-            inside = False
-            for line in cell.source.splitlines():
-                if line.strip() in (BEGIN, END):
-                    inside = line.strip() == BEGIN
-                    continue
-                if not inside:
-                    continue
-                found = [line.strip()]
-                if cell.cell_type == "code":
-                    found.append(re.split(r"\s#", line)[0].strip())
-                for text in found:
-                    if len(text) >= MIN_CHARS and not (cell.cell_type == "code"
-                                                       and text in public):
-                        needles.setdefault(text, f"{path.name}, cell {index}")
-    for path in hidden:
-        for number, text in _function_lines(path):
-            if len(text) >= MIN_CHARS and text not in public:
-                needles.setdefault(text, f"{path.relative_to(course).as_posix()}, line {number}")
-    return needles
-
-
-def _function_lines(path: Path) -> list[tuple[int, str]]:
-    """(line number, code) of each line in the bodies of a module's functions, docstrings and
-    comments left out."""
-    source = path.read_text(encoding="utf-8")
-    lines = source.splitlines()
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-            for statement in body:
-                for number in range(statement.lineno, (statement.end_lineno or 0) + 1):
-                    text = re.split(r"\s#", lines[number - 1])[0].strip()
-                    if text and not text.startswith("#"):
-                        found.append((number, text))
-    return found
-
-
-def _searchable(path: Path) -> str:
-    """A file's text as a reader sees it: a notebook's strings unescaped, a page's without tags."""
-    text = path.read_bytes().decode("utf-8", errors="replace")
-    if path.suffix == ".ipynb":
-        try:
-            text += "\n" + "\n".join(_strings(json.loads(text)))
-        except json.JSONDecodeError:
-            pass
-    elif path.suffix in (".html", ".htm"):
-        text += "\n" + html.unescape(re.sub(r"<[^>]+>", "", text))
-    return text
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string inside a JSON value."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    return [text for item in value for text in _strings(item)] if isinstance(value, list) else []
-
-
-def find_solution_text(folder: Path, needles: dict[str, str]) -> list[Leak]:
-    """Every line of ``needles`` (see :func:`solution_text`) that a file under ``folder`` holds."""
-    leaks = []
-    for path in sorted(p for p in Path(folder).rglob("*") if p.is_file()):
-        text = _searchable(path)
-        leaks += [Leak(path, line, where) for line, where in needles.items() if line in text]
-    return leaks
 
 
 def _title(notebook: Path) -> str:
@@ -379,8 +260,8 @@ def _add_data(work: Path, course: Path, full: bool) -> None:
 
 def _fill(work: Path, course: Path, *, site: bool, hand_in: str, multi30k: bool) -> None:
     """Write the handout's content into the (new, empty) folder ``work``."""
-    shutil.copytree(course / "notebooks", work / "notebooks", ignore=LEFT_OUT)
-    shutil.copytree(course / "course_utils", work / "course_utils", ignore=LEFT_OUT)
+    shutil.copytree(course / NOTEBOOKS, work / NOTEBOOKS, ignore=left_out(course))
+    shutil.copytree(course / "course_utils", work / "course_utils", ignore=left_out(course))
     (work / "exercises").mkdir()
     for solution in sorted((course / "solutions").glob("*.ipynb")):
         shutil.copy2(course / "exercises" / solution.name, work / "exercises" / solution.name)
@@ -408,7 +289,7 @@ def _fill(work: Path, course: Path, *, site: bool, hand_in: str, multi30k: bool)
             raise HandoutError(f"the site could not be built: {error}") from error
 
 
-def make_handout(out: str | Path, *, course: str | Path = COURSE, site: bool = False,
+def make_handout(out: str | Path, *, course: str | Path = COURSE_FOLDER, site: bool = False,
                  hand_in: str = DEFAULT_HAND_IN, multi30k: bool = False) -> Path:
     """Write the student handout of ``course`` into the new folder ``out``; return ``out``.
 
@@ -426,12 +307,12 @@ def make_handout(out: str | Path, *, course: str | Path = COURSE, site: bool = F
     work = Path(tempfile.mkdtemp(prefix=f".{out.name}-handout-", dir=out.parent))
     try:
         _fill(work, course, site=site, hand_in=hand_in, multi30k=multi30k)
-        leaks = find_solution_text(work, solution_text(course))
+        leaks = find_leaks(course, readable=work)
         if leaks:
-            shown = "\n".join(f"  {leak.file.relative_to(work)}: {leak.line!r} "
-                              f"(from {leak.solution})" for leak in leaks[:10])
+            shown = "\n".join(f"  {leak.where}: {leak.text!r} (from {leak.exercise}, "
+                              f"{leak.part})" for leak in leaks[:10])
             raise HandoutError(f"the handout would hold text of the worked solutions "
-                               f"({len(leaks)} lines), so it was not written:\n{shown}")
+                               f"({len(leaks)} found), so it was not written:\n{shown}")
         os.chmod(work, 0o777 & ~current_umask())  # mkdtemp makes the folder private
         if out.exists():
             out.rmdir()  # empty, checked above
@@ -465,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--install-url", metavar="URL",
                         help="with --colab: where Colab installs the course from (default "
                              "git+https://github.com/OWNER/REPO)")
-    parser.add_argument("--course", type=Path, default=COURSE, help=argparse.SUPPRESS)
+    parser.add_argument("--course", type=Path, default=COURSE_FOLDER, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.colab is not None and is_handout(args.out):  # links for a published handout
         return write_links(args.out, args.colab, args.install_url)

@@ -104,9 +104,9 @@ def _on_name_error(shell: Any, etype: type, value: BaseException, tb: Any,
     name = getattr(value, "name", None)
     text = hint(name, _notebook()) if isinstance(name, str) else None
     if text:
-        import textwrap
+        from course_utils.config import wrap_text  # on the first hint only
 
-        print(textwrap.fill(text, 88, break_long_words=False, break_on_hyphens=False))
+        print(wrap_text(text))
 
 
 def load_ipython_extension(shell: Any) -> None:

@@ -39,13 +39,12 @@ from course_utils.checks import Check, get_exercise
 from course_utils.files import current_umask
 from course_utils.tools.exercise_format import (
     ANSWER_STUB,
-    BEGIN,
     CODE_STUB,
     NBFORMAT_VERSION,
-    ExerciseFormatError,
     notebook_text,
     strip_solutions,
 )
+from course_utils.tools.solutions import ExerciseFormatError, regions
 
 __all__ = ["autograded_cell_source", "called_check", "checks_by_call", "export_nbgrader",
            "nbgrader_source"]
@@ -142,7 +141,7 @@ def nbgrader_source(solution: nbformat.NotebookNode, exercise_id: str,
             cell.metadata.pop(key, None)
         where = f"{name}, cell {index}"
         own_id = f"cell_{cell.get('id') or index}"
-        solved = any(line.strip() == BEGIN for line in cell.source.splitlines())
+        solved = bool(regions(cell.source, where))
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
             check = None if solved else called_check(cell.source, calls)

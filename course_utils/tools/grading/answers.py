@@ -17,33 +17,28 @@ from __future__ import annotations
 
 import html
 import json
-import re
-import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import course_utils
-from course_utils.files import write_text_atomically
+from course_utils.files import COURSE_FOLDER, write_text_atomically
 from course_utils.tools.exercise_format import ANSWER_STUB
 from course_utils.tools.grading.marks import CHANGED, MARKED, NEEDS_MARKING, Mark, Marking
 from course_utils.tools.grading.results import GradeResult, cut
+from course_utils.tools.solutions import without_markers
+from course_utils.tools.word_runs import Word, runs, runs_of, words
 
-__all__ = ["ANSWER_CHARS", "RUN", "Flag", "Source", "flags_of", "lecture_sources", "runs_of",
+__all__ = ["ANSWER_CHARS", "RUN", "Flag", "Source", "flags_of", "lecture_sources",
            "write_answers_page", "written_answers"]
 
-#: Words in a row that an answer must share with another text to be flagged: eight words
-#: rarely coincide by chance, and most sentences are longer.
+#: Words in a row that an answer must share with another text to be flagged
+#: (:mod:`course_utils.tools.word_runs`): eight words rarely coincide by chance, and most
+#: sentences are longer.
 RUN = 8
 
 #: Characters of one answer kept (a student's essay makes no megabyte page).
 ANSWER_CHARS = 6000
-
-#: The course folder (``notebooks/``, ``solutions/``, ``exercises/``) beside the package.
-COURSE = Path(course_utils.__file__).resolve().parents[1]
-
-_WORD = re.compile(r"[^\W_]+")
 
 
 def written_answers(path: Path, exercise: Any, limit: int | None = ANSWER_CHARS
@@ -79,7 +74,7 @@ class Source:
     words: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "words", tuple(w for w, _ in _words(self.text)))
+        object.__setattr__(self, "words", tuple(w.text for w in words(self.text)))
 
 
 @dataclass(frozen=True)
@@ -91,22 +86,6 @@ class Flag:
     question: str
     source: str
     passages: tuple[str, ...]
-
-
-def _words(text: str) -> list[tuple[str, tuple[int, int]]]:
-    """Each word of ``text``, lower-cased and compatibility-normalised, with its span in
-    ``text``: markup, punctuation and formula symbols fall away."""
-    return [(unicodedata.normalize("NFKC", m.group()).lower(), m.span())
-            for m in _WORD.finditer(text)]
-
-
-def _runs(words: tuple[str, ...] | list[str]) -> set[tuple[str, ...]]:
-    return {tuple(words[i:i + RUN]) for i in range(len(words) - RUN + 1)}
-
-
-def runs_of(text: str) -> set[tuple[str, ...]]:
-    """Every run of :data:`RUN` words in ``text``, as the page compares them."""
-    return _runs([w for w, _ in _words(text)])
 
 
 def _notebook_texts(path: Path, manual_only: bool = False) -> list[tuple[str, str]]:
@@ -124,12 +103,11 @@ def _notebook_texts(path: Path, manual_only: bool = False) -> list[tuple[str, st
             continue
         source = cell.get("source", "")
         text = "".join(source) if isinstance(source, list) else str(source)
-        text = re.sub(r"### (BEGIN|END) SOLUTION", " ", text)
-        found.append((str(cell.get("id", index)), text))
+        found.append((str(cell.get("id", index)), without_markers(text)))
     return found
 
 
-def lecture_sources(exercise: Any, course: Path = COURSE) -> tuple[list[Source], set]:
+def lecture_sources(exercise: Any, course: Path = COURSE_FOLDER) -> tuple[list[Source], set]:
     """What an answer must not repeat (each lecture notebook's Markdown cells, the exercise's
     worked answers), and the runs of words the handout's own exercise holds (which an answer
     may quote)."""
@@ -142,9 +120,9 @@ def lecture_sources(exercise: Any, course: Path = COURSE) -> tuple[list[Source],
     handout: set = set()
     for path in sorted((course / "exercises").glob(f"{exercise.id}-*.ipynb")):
         for _, text in _notebook_texts(path):
-            handout |= _runs([w for w, _ in _words(text)])
+            handout |= runs_of(text, RUN)
     for question in exercise.manual.values():
-        handout |= _runs([w for w, _ in _words(question.prompt)])
+        handout |= runs_of(question.prompt, RUN)
     return sources, handout
 
 
@@ -155,19 +133,18 @@ def flags_of(exercise: Any, answers: dict[str, dict[str, str]], sources: list[So
     found: dict[tuple[str, str], list[Flag]] = defaultdict(list)
     by_run: dict[tuple[str, ...], str] = {}
     for source in sources:
-        for run in _runs(source.words) - handout:
+        for run in runs(source.words, RUN) - handout:
             by_run.setdefault(run, source.label)
     for question in exercise.manual:
         whose: dict[tuple[str, ...], set[str]] = defaultdict(set)
-        words = {student: _words(texts.get(question, ""))
-                 for student, texts in answers.items()}
-        for student, mine in words.items():
-            for run in _runs([w for w, _ in mine]) - handout:
+        read = {student: words(texts.get(question, "")) for student, texts in answers.items()}
+        for student, mine in read.items():
+            for run in runs([w.text for w in mine], RUN) - handout:
                 whose[run].add(student)
-        for student, mine in words.items():
+        for student, mine in read.items():
             shared: dict[str, list[int]] = defaultdict(list)  # source -> first word of runs
             for i in range(len(mine) - RUN + 1):
-                run = tuple(w for w, _ in mine[i:i + RUN])
+                run = tuple(w.text for w in mine[i:i + RUN])
                 if run in handout:
                     continue
                 if run in by_run:
@@ -183,12 +160,11 @@ def flags_of(exercise: Any, answers: dict[str, dict[str, str]], sources: list[So
     return found
 
 
-def _passages(words: list[tuple[str, tuple[int, int]]], starts: list[int]
-              ) -> list[tuple[int, int]]:
+def _passages(read: list[Word], starts: list[int]) -> list[tuple[int, int]]:
     """Character spans of the runs of :data:`RUN` words starting at ``starts``, merged."""
     spans: list[tuple[int, int]] = []
     for start in sorted(starts):
-        a, b = words[start][1][0], words[start + RUN - 1][1][1]
+        a, b = read[start].start, read[start + RUN - 1].end
         if spans and a <= spans[-1][1]:
             spans[-1] = (spans[-1][0], max(b, spans[-1][1]))
         else:
@@ -197,7 +173,7 @@ def _passages(words: list[tuple[str, tuple[int, int]]], starts: list[int]
 
 
 def write_answers_page(out: Path, exercise: Any, results: list[GradeResult],
-                       course: Path = COURSE, marking: Marking | None = None) -> list[Flag]:
+                       course: Path = COURSE_FOLDER, marking: Marking | None = None) -> list[Flag]:
     """``out/answers.html``: each written question with every student's answer beside the
     others', and the answers that repeat a lecture notebook, the worked solution or another
     student flagged, with the overlap shown; beside each answer its mark and comment from

@@ -14,7 +14,7 @@ from pathlib import Path
 from course_utils.checks import get_exercise
 from course_utils.tools.grading.answers import ANSWER_CHARS, written_answers
 from course_utils.tools.grading.cache import cache_key, reused, store, submission_digest
-from course_utils.tools.grading.intake import collect
+from course_utils.tools.grading.intake import Intake, collect
 from course_utils.tools.grading.judge import handed_in, saved_records
 from course_utils.tools.grading.limits import (
     DEFAULT_LIMITS,
@@ -38,7 +38,7 @@ JOBS = 2
 
 def grade_folder(
     exercise_id: str,
-    submissions: Path,
+    submissions: Path | Intake,
     out: Path,
     *,
     jobs: int = JOBS,
@@ -51,7 +51,8 @@ def grade_folder(
     calibrate: bool = False,
     marks: Path | None = None,
 ) -> list[GradeResult]:
-    """Grade every notebook in ``submissions``; write the gradebook, feedback and histogram.
+    """Grade every notebook in ``submissions`` (a folder, or what :func:`.intake.collect` found
+    in one); write the gradebook, feedback and histogram.
 
     ``shard=(K, N)`` grades only the K-th of N shares of the folder (:mod:`.shards`; merge the
     N output folders with :func:`.shards.merge`).
@@ -68,8 +69,8 @@ def grade_folder(
     nothing new starts, and nothing is written: the earlier gradebook stays as it was.
     """
     get_exercise(exercise_id)  # an unknown id is an error before anything runs
-    submissions, out = Path(submissions), Path(out)
-    intake = collect(submissions)
+    intake = submissions if isinstance(submissions, Intake) else collect(Path(submissions))
+    submissions, out = intake.folder, Path(out)
     unknown = sorted(set(only or []) - set(intake.submissions))
     if unknown:
         raise ValueError(f"--only names students with no submission: {unknown}")

@@ -70,11 +70,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command(name: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``course-grade NAME``."""
+    return argparse.ArgumentParser(prog=f"course-grade {name}", description=description)
+
+
 def _merge_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="course-grade merge",
-        description="One gradebook, feedback, histogram and class report from the output "
-                    "folders of the N shards of one grading (course-grade --shard K/N)")
+    parser = _command("merge", "One gradebook, feedback, histogram and class report from the "
+                               "output folders of the N shards of one grading (course-grade "
+                               "--shard K/N)")
     parser.add_argument("shards", nargs="+", type=Path, help="the shards' output folders")
     parser.add_argument("--out", type=Path, required=True, help="the merged output folder")
     parser.add_argument("--marks", type=Path, metavar="PATH",
@@ -84,10 +88,8 @@ def _merge_parser() -> argparse.ArgumentParser:
 
 
 def _export_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="course-grade export",
-        description="The gradebook of a course-grade run (or merge), written and automatic "
-                    "points together, as a file an LMS imports")
+    parser = _command("export", "The gradebook of a course-grade run (or merge), written and "
+                                "automatic points together, as a file an LMS imports")
     parser.add_argument("grades", type=Path, help="the output folder of course-grade (or merge)")
     parser.add_argument("--roster", type=Path, required=True,
                         help="CSV: a column 'submission' (the notebook's file name without "
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         shard = parse_shard(args.shard) if args.shard is not None else None
-        limits = GradingLimits(args.cell_seconds, args.total_seconds, args.memory_mb)
+        limits = GradingLimits.from_options(args)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -205,9 +207,9 @@ def main(argv: list[str] | None = None) -> int:
               "processes running", file=sys.stderr)
     try:
         with on_signals():  # a scheduler's SIGTERM is handled as Ctrl-C is
-            intake = collect(args.submissions)
+            intake = collect(args.submissions)  # read once: graded, and its ignored files listed
             results = grade_folder(
-                args.exercise, args.submissions, args.out, jobs=args.jobs, only=args.only,
+                args.exercise, intake, args.out, jobs=args.jobs, only=args.only,
                 reuse=not args.no_reuse, progress=not args.quiet, sandbox=sandbox,
                 limits=limits, shard=shard, calibrate=args.calibrate, marks=args.marks,
             )

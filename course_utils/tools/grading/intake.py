@@ -20,6 +20,7 @@ class Intake:
 
     submissions: dict[str, Path]  # student id -> notebook
     ignored: list[tuple[Path, str]]  # file or folder -> why it is not graded
+    folder: Path  # the folder they were found in
 
 
 def collect(folder: Path) -> Intake:
@@ -60,7 +61,7 @@ def collect(folder: Path) -> Intake:
     if not found:
         raise ValueError(f"no notebooks (*.ipynb) in {folder}, nor in its subfolders"
                          + (f" ({len(ignored)} other entries ignored)" if ignored else ""))
-    return Intake({s: paths[0] for s, paths in sorted(found.items())}, ignored)
+    return Intake({s: paths[0] for s, paths in sorted(found.items())}, ignored, folder)
 
 
 def read_notebook(raw: bytes, exercise_id: str) -> tuple[Any, list[str]]:

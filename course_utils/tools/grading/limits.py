@@ -15,7 +15,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,8 +56,8 @@ class GradingLimits:
         """The time limits stretched by ``factor`` (at least 1); the memory limit as it is."""
         if not factor >= 1:
             raise ValueError(f"a calibration factor stretches limits: >= 1; got {factor!r}")
-        return GradingLimits(round(self.cell_seconds * factor, 1),
-                             round(self.total_seconds * factor, 1), self.memory_mb)
+        return replace(self, cell_seconds=round(self.cell_seconds * factor, 1),
+                       total_seconds=round(self.total_seconds * factor, 1))
 
     @staticmethod
     def options() -> list[tuple[str, dict]]:
@@ -67,6 +67,12 @@ class GradingLimits:
             "dest": f.name, "type": f.metadata["type"], "metavar": f.metadata["metavar"],
             "default": f.default, "help": f"{f.metadata['help']}; default: {f.default:g}"})
             for f in fields(GradingLimits)]
+
+    @classmethod
+    def from_options(cls, values: object) -> GradingLimits:
+        """The limits that :meth:`options` parsed into ``values`` (argparse's namespace), each
+        read by its field's name."""
+        return cls(**{f.name: getattr(values, f.name) for f in fields(cls)})
 
 
 #: The limits :func:`course_utils.tools.grading.batch.grade_folder` grades under by default.

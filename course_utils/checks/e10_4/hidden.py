@@ -1,9 +1,9 @@
 """The grader's named mistakes of E10.4's Part 5b, the rank-limited general score.
 
-A student's copy of the course (``course-handout``) leaves out every ``checks/hidden_*.py``:
-there, :mod:`course_utils.checks.e10_4` checks Part 5b against the library's general score with
-``W = U V`` and names no mistake of the product itself. The grader runs from the course's
-repository, where this module is.
+A student's copy of the course (``course-handout``) leaves out every exercise's ``hidden.py``
+(:func:`course_utils.tools.solutions.ships`): there, :mod:`course_utils.checks.e10_4` checks
+Part 5b against the library's general score with ``W = U V`` and names no mistake of the product
+itself. The grader runs from the course's repository, where this module is.
 """
 
 from __future__ import annotations

@@ -24,8 +24,9 @@ assembled again here by :func:`course_utils.checks.yours.your_attention_decoder`
 paste; it earns no points here, as it did in the lecture.
 
 Parts 3 and 4 (BLEU against sentence length as a curve, the paper's Figure 2, and its chart)
-are judged by :mod:`course_utils.checks.bleu_curve`, Part 6's ``word_differences`` (the raw
-material of the error analysis) by :mod:`course_utils.checks.word_errors`. The library holds
+are judged by :mod:`course_utils.checks.e10_2.bleu_curve`, Part 6's ``word_differences`` (the
+raw material of the error analysis) by :mod:`course_utils.checks.e10_2.word_errors`; the
+grader's answers for fresh inputs are :mod:`course_utils.checks.e10_2.hidden`. The library holds
 none of these answers. The comparison and the error analysis are graded by hand.
 """
 
@@ -36,13 +37,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from course_utils.checks.bleu_curve import (
-    CURVE_POINTS,
-    PLOT_POINTS,
-    judge_bleu_curve,
-    judge_plot_curves,
-)
-from course_utils.checks.calling import CheckFailed
+from course_utils.checks.calling import CheckFailed, reported
 from course_utils.checks.decoders import (
     GIVEN,
     SHUFFLED,
@@ -51,10 +46,16 @@ from course_utils.checks.decoders import (
     fresh_model,
     memory_of,
 )
+from course_utils.checks.e10_2.bleu_curve import (
+    CURVE_POINTS,
+    PLOT_POINTS,
+    judge_bleu_curve,
+    judge_plot_curves,
+)
+from course_utils.checks.e10_2.word_errors import HIDDEN, judge_word_differences
 from course_utils.checks.framework import Exercise
 from course_utils.checks.hints import raise_named
 from course_utils.checks.probes import fresh_seed
-from course_utils.checks.word_errors import HIDDEN, judge_word_differences
 from course_utils.decoding import greedy_decode
 from course_utils.models import (
     DecoderMemory,
@@ -62,8 +63,8 @@ from course_utils.models import (
     VanillaDecoder,
 )
 
-#: the grader's answers (checks/hidden_e10_2.py, absent from a handout): calling them earns nothing
-GRADERS = ("course_utils.checks.hidden_e10_2",) if HIDDEN else ()
+#: the grader's answers (checks/e10_2/hidden.py, absent from a handout): calling them earns nothing
+GRADERS = (HIDDEN.__name__,) if HIDDEN else ()
 
 __all__ = [
     "EXERCISE",
@@ -85,23 +86,8 @@ def _tensor(value: object) -> torch.Tensor | None:
     return None
 
 
-def _result(raw: object, name: str = "FixedContextDecoder") -> dict:
-    if not isinstance(raw, dict):
-        raise CheckFailed(f"{name} reported no result")
-    if raw.get("not_implemented"):
-        raise NotImplementedError
-    _raise_reported(raw, "error")
-    return raw
-
-
-def _raise_reported(raw: dict, key: str) -> None:
-    """Fail with the error the kernel reported under ``key``, if any."""
-    if raw.get(key):
-        raise CheckFailed(str(raw[key])[:1000])
-
-
 def _judge_context(raw: object, seed: int) -> str:
-    raw = _result(raw)
+    raw = reported(raw, "FixedContextDecoder")
     if not raw.get("pair"):
         raise CheckFailed(f"`context` must return a pair (context, weights): (the fixed "
                           f"context, None); got {str(raw.get('type'))[:80]}")
@@ -150,7 +136,7 @@ def _judge_context(raw: object, seed: int) -> str:
 
 def _reads_back(grad: torch.Tensor | None, outputs: torch.Tensor, lengths: torch.Tensor) -> bool:
     """Whether the gradient of the context's sum reaches the encoder outputs it was read from:
-    the grader knows which (:func:`hidden_e10_2.context_read`); a handout, without that module,
+    the grader knows which (:func:`.hidden.context_read`); a handout, without that module,
     checks that it is 1 at as many numbers per sentence as the context has, and 0 elsewhere."""
     if grad is None or grad.shape != outputs.shape:
         return False
@@ -240,14 +226,14 @@ def vanilla_decoder_to_train(decoder_class: object) -> type[VanillaDecoder]:
     return VanillaDecoder
 
 
-# ------------------------------------------------- Parts 3 and 4 (checks/bleu_curve.py)
+# ------------------------------------------------- Parts 3 and 4 (e10_2/bleu_curve.py)
 
 # the window and its scoring are the student's: the library's metrics (corpus_bleu and the
 # bucket scores) do part of it, and the check's module stores its fixed case's curves, so a
 # function that uses either earns no points
 check_bleu_curve = EXERCISE.check("bleu_curve", points=CURVE_POINTS, target="bleu_curve",
                                   own_work=("course_utils.metrics",
-                                            "course_utils.checks.bleu_curve", *GRADERS),
+                                            "course_utils.checks.e10_2.bleu_curve", *GRADERS),
                                   write_with="sacrebleu and Python")(judge_bleu_curve)
 # a chart that hands the drawing to the library's plotting earns nothing
 check_plot_curves = EXERCISE.check("plot_bleu_curves", points=PLOT_POINTS,
@@ -255,7 +241,7 @@ check_plot_curves = EXERCISE.check("plot_bleu_curves", points=PLOT_POINTS,
                                    own_work=("course_utils.plotting",),
                                    write_with="matplotlib")(judge_plot_curves)
 
-# ------------------------------------------------- Part 6 (checks/word_errors.py)
+# ------------------------------------------------- Part 6 (e10_2/word_errors.py)
 
 check_word_differences = EXERCISE.check("word_differences", points=3,
                                         target="word_differences",

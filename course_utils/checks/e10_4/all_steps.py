@@ -24,7 +24,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from course_utils.attention import Attention
-from course_utils.checks.calling import CheckFailed
+from course_utils.checks.calling import CheckFailed, reported
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 
 __all__ = ["LIBRARY", "function_adapter", "loop_over_steps", "outputs_of", "per_step_loop"]
@@ -100,10 +100,7 @@ def outputs_of(out: object, name: str, shapes: dict[str, tuple[int, ...]],
                transposed: str) -> dict:
     """What the adapted function reported, checked: float tensors of these shapes (a result of
     the shape with its last two axes swapped gets ``transposed`` as its hint), and ``ops``."""
-    if not isinstance(out, dict):
-        raise CheckFailed(f"`{name}` reported no result")
-    if "error" in out:
-        raise CheckFailed(str(out["error"])[:1000])
+    out = reported(out, f"`{name}`")
     got: dict = {"ops": int(out.get("ops", 0))}
     for key, shape in shapes.items():
         value = np.asarray(out.get(key))

@@ -5,7 +5,7 @@ Parts 1-3 are plain functions of tensors that score all the decoder states of a 
 ``(batch, tgt_len, decoder_dim)``, against all its encoder outputs ``H`` in one batched product
 or broadcast (Day 11's ``Q K^T``); the library (:mod:`course_utils.scores`) has only the
 step-by-step form, which the checks call in a loop over the steps for their reference
-(:mod:`course_utils.checks.all_steps`), on fresh inputs in each grading run:
+(:mod:`course_utils.checks.e10_4.all_steps`), on fresh inputs in each grading run:
 
 - ``dot``: ``dot_scores(S, H, scaled)``, ``s_t^T h_j`` (divided by ``sqrt(d)`` when scaled);
 - ``scaled_dot``: ``scaled_dot_attention(S, H, mask)``, the weights and contexts of every step,
@@ -31,23 +31,23 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 import torch
 
 from course_utils.attention import Attention, BahdanauAttention
-from course_utils.checks.all_steps import (
+from course_utils.checks.calling import CheckFailed, reported, try_run
+from course_utils.checks.e10_4.all_steps import (
     function_adapter,
     loop_over_steps,
     outputs_of,
     per_step_loop,
 )
-from course_utils.checks.calling import CheckFailed, try_run
-from course_utils.checks.framework import Exercise
+from course_utils.checks.framework import Check, Exercise
 from course_utils.checks.hints import raise_named
 from course_utils.checks.own_work import module_files, references_to, watch_calls
 from course_utils.checks.probes import fresh_seed
+from course_utils.checks.registry import load_hidden
 from course_utils.scores import DotAttention, GeneralAttention, ScaledDotAttention
 
 __all__ = [
@@ -162,10 +162,7 @@ def _inputs(batch: int, src_len: int, encoder_dim: int, decoder_dim: int, seed: 
 
 def _reported(out: object, name: str, batch: int, src_len: int, encoder_dim: int) -> dict:
     """What an adapted class reported, checked: float tensors of the expected shapes."""
-    if not isinstance(out, dict):
-        raise CheckFailed(f"{name} reported no result")
-    if "error" in out:
-        raise CheckFailed(str(out["error"])[:1000])
+    out = reported(out, name)
     shapes = {"energies": (batch, src_len), "weights": (batch, src_len),
               "context": (batch, encoder_dim)}
     got: dict = {"W_in_energies": out.get("W_in_energies") is True}
@@ -231,11 +228,19 @@ def _all_steps(name: str, points: float, ops: dict[str, int]) -> str:
             f"{_STEP_CASES['small'][0]}")
 
 
+def _every_step_part(name: str, points: float, target: str, outputs: tuple[str, ...]
+                     ) -> Callable[[Callable[[Callable], str]], Check]:
+    """Register one of Parts 1-3: the student's function ``target`` of tensors, run in the kernel
+    on plain arrays with its torch operations counted (:func:`.all_steps.function_adapter`),
+    reporting ``outputs``."""
+    return EXERCISE.check(name, points=points, target=target,
+                          adapt=function_adapter(target, outputs))
+
+
 _D = 6  # the size of states and encoder outputs in Parts 1-2 (not a length of the cases)
 
 
-@EXERCISE.check("dot", points=2, target="dot_scores",
-                adapt=function_adapter("dot_scores", ("scores",)))
+@_every_step_part("dot", 2, "dot_scores", ("scores",))
 def check_dot(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -264,8 +269,7 @@ def check_dot(run: Callable) -> str:
     return _all_steps("dot_scores", 2, ops)
 
 
-@EXERCISE.check("scaled_dot", points=2, target="scaled_dot_attention",
-                adapt=function_adapter("scaled_dot_attention", ("weights", "contexts")))
+@_every_step_part("scaled_dot", 2, "scaled_dot_attention", ("weights", "contexts"))
 def check_scaled_dot(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -315,8 +319,7 @@ def _wrong_side(W: torch.Tensor, S: torch.Tensor, H: torch.Tensor) -> torch.Tens
 _ENC, _DEC, _ATT = 6, 4, 7  # Part 3's sizes: encoder outputs, decoder states, additive space
 
 
-@EXERCISE.check("general", points=1, target="general_scores",
-                adapt=function_adapter("general_scores", ("scores",)))
+@_every_step_part("general", 1, "general_scores", ("scores",))
 def check_general(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -344,8 +347,7 @@ def check_general(run: Callable) -> str:
     return _all_steps("general_scores", 1, ops)
 
 
-@EXERCISE.check("additive", points=2, target="additive_scores",
-                adapt=function_adapter("additive_scores", ("scores",)))
+@_every_step_part("additive", 2, "additive_scores", ("scores",))
 def check_additive(run: Callable) -> str:
     ops: dict[str, int] = {}
     for case in _STEP_CASES:
@@ -392,11 +394,8 @@ def check_additive(run: Callable) -> str:
 
 # ------------------------------------------------------------------------------ low rank
 
-HIDDEN: ModuleType | None
-try:  # the grader's named mistakes of Part 5b; a student handout has no such module
-    import course_utils.checks.hidden_e10_4 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: the grader's named mistakes of Part 5b (:mod:`.hidden`); a student handout has none
+HIDDEN = load_hidden("E10.4")
 
 
 def _general_score(W: torch.Tensor, state: torch.Tensor, outputs: torch.Tensor) -> torch.Tensor:

@@ -11,33 +11,36 @@ the grader, so each part is judged like any function's, see :mod:`course_utils.c
 
 The library has neither (notebook 4 scores three length buckets with bootstrap intervals, which
 the exercise uses as given), so no code that answers them ships in the handout. Where the
-grader's module :mod:`course_utils.checks.hidden_e10_2` is absent (a student's copy), the fixed
-case's expected curves, and those of the known mistakes, are stored here as numbers; the grader
-draws fresh sentences for every run, so reciting the stored numbers earns nothing there, and a
-function that reads them from this module earns nothing anywhere (it is one of the part's
-``own_work`` modules). :mod:`course_utils.checks.e10_2` registers each body as a part of the
-exercise.
+grader's module :mod:`course_utils.checks.e10_2.hidden` is absent (a student's copy), the fixed
+case's expected curves, and those of the known mistakes, are stored as numbers (``known.json``
+beside this module, read into :data:`KNOWN`); the grader draws fresh sentences for every run, so
+reciting the stored numbers earns nothing there, and a function that reads them from this module
+earns nothing anywhere (it is one of the part's ``own_work`` modules).
+:mod:`course_utils.checks.e10_2` registers each body as a part of the exercise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from types import ModuleType
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
 from course_utils.checks.calling import CheckFailed, call_student
-from course_utils.checks.probes import AxesData, FigureData, describe_figure, fresh_seed
+from course_utils.checks.probes import (
+    AxesData,
+    FigureData,
+    describe_figure,
+    fixed_or_fresh,
+    said_when_graded,
+)
+from course_utils.checks.registry import known_answers, load_hidden
 
 __all__ = ["CURVE_POINTS", "KNOWN", "PLOT_POINTS", "judge_bleu_curve", "judge_plot_curves"]
 
-HIDDEN: ModuleType | None
-try:  # the grader's answers for fresh sentences; a student handout has no such module
-    import course_utils.checks.hidden_e10_2 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: the grader's answers for fresh inputs (:mod:`.hidden`); a student handout has none
+HIDDEN = load_hidden("E10.2")
 
 CURVE_POINTS, PLOT_POINTS = 4, 3
 
@@ -52,8 +55,7 @@ CALLS = ((2, 3), (1, 2))
 
 def _sentence(length: int, seed: int, noise: float) -> tuple[str, str]:
     """A reference of ``length`` words and a hypothesis with some words changed."""
-    # without the grader's answers, the fixed case only (fresh_seed: the seed, unless graded)
-    rng = np.random.default_rng(fresh_seed(seed) if HIDDEN else seed)
+    rng = np.random.default_rng(fixed_or_fresh(seed, HIDDEN))
     reference = [_WORDS[(seed + i) % len(_WORDS)] for i in range(length)]
     hypothesis = [w if rng.random() > noise else "xyz" for w in reference]
     return " ".join(hypothesis), " ".join(reference)
@@ -64,7 +66,7 @@ def _cases() -> tuple[list[str], list[str], list[int]]:
     return [h for h, _ in pairs], [r for _, r in pairs], list(LENGTHS)
 
 
-#: Each known mistake (as :mod:`hidden_e10_2` names it), with what it gets wrong
+#: Each known mistake (as :mod:`.hidden` names it), with what it gets wrong
 MISTAKES = {
     "strict window": "the window includes both of its ends: a sentence exactly `window` tokens "
                      "shorter or longer than the length belongs to it",
@@ -81,66 +83,9 @@ MISTAKES = {
                         "statistic: score the window's sentences together",
 }
 
-#: The fixed case's curves, stored (a handout has no :mod:`hidden_e10_2` to compute them): the
-#: right one for each call of :data:`CALLS`, and each known mistake's for the first call
-KNOWN = {
-    "right": [
-        {3: 12.991123470317646, 4: 12.991123470317646, 5: 20.630760174539724,
-         6: 44.319132474541576, 7: 44.09972409036367, 8: 56.825179948832584,
-         9: 56.825179948832584, 10: 54.44339834688256, 11: 47.1120774330619,
-         12: 50.39324178236523, 13: 42.79015987503734, 14: 32.560528357589675,
-         15: 22.157341043642937, 18: 38.3985917264806, 22: 40.14494069557055,
-         23: 31.670678366353993, 24: 31.670678366353993},
-        {3: 16.324855143140265, 4: 12.991123470317646, 5: 14.247788801610149,
-         6: 28.86751345948128, 7: 57.5029122782114, 8: 48.2966104948169, 9: 59.64252173356195,
-         10: 55.92241197935452, 11: 56.4357868856241, 12: 42.79015987503734,
-         13: 42.79015987503734, 16: 16.113470599937674, 17: 16.113470599937674,
-         23: 31.670678366353993, 24: 31.670678366353993},
-    ],
-    "strict window": [
-        {3: 16.324855143140265, 4: 12.991123470317646, 5: 14.247788801610149,
-         7: 57.5029122782114, 8: 48.2966104948169, 9: 59.64252173356195, 11: 56.4357868856241,
-         12: 42.79015987503734, 13: 42.79015987503734, 23: 31.670678366353993,
-         24: 31.670678366353993}],
-    "half-open window": [
-        {3: 16.324855143140265, 4: 12.991123470317646, 5: 12.991123470317646,
-         6: 22.00279341983484, 7: 50.67000580526377, 8: 48.2966104948169, 9: 56.825179948832584,
-         10: 59.64252173356195, 11: 51.03353889662054, 12: 50.39324178236523,
-         13: 42.79015987503734, 14: 42.79015987503734, 23: 31.670678366353993,
-         24: 31.670678366353993}],
-    "lower end left out": [
-        {3: 12.991123470317646, 4: 12.991123470317646, 5: 22.00279341983484,
-         6: 50.67000580526377, 7: 48.2966104948169, 8: 56.825179948832584, 9: 59.64252173356195,
-         10: 51.03353889662054, 11: 50.39324178236523, 12: 42.79015987503734,
-         13: 42.79015987503734, 22: 31.670678366353993, 23: 31.670678366353993,
-         24: 31.670678366353993}],
-    "strict minimum": [
-        {3: 12.991123470317646, 4: 12.991123470317646, 5: 20.630760174539724,
-         6: 44.319132474541576, 7: 44.09972409036367, 8: 56.825179948832584,
-         9: 56.825179948832584, 10: 54.44339834688256, 11: 47.1120774330619,
-         12: 50.39324178236523, 14: 32.560528357589675, 22: 40.14494069557055}],
-    "no minimum": [
-        {3: 12.991123470317646, 4: 12.991123470317646, 5: 20.630760174539724,
-         6: 44.319132474541576, 7: 44.09972409036367, 8: 56.825179948832584,
-         9: 56.825179948832584, 10: 54.44339834688256, 11: 47.1120774330619,
-         12: 50.39324178236523, 13: 42.79015987503734, 14: 32.560528357589675,
-         15: 22.157341043642937, 16: 16.113470599937674, 17: 16.113470599937674,
-         18: 38.3985917264806, 19: 50.367452036999175, 20: 67.09293368821515,
-         21: 60.40463877146387, 22: 40.14494069557055, 23: 31.670678366353993,
-         24: 31.670678366353993}],
-    "only present": [
-        {3: 12.991123470317646, 4: 12.991123470317646, 5: 20.630760174539724,
-         7: 44.09972409036367, 8: 56.825179948832584, 9: 56.825179948832584,
-         10: 54.44339834688256, 12: 50.39324178236523, 13: 42.79015987503734,
-         23: 31.670678366353993, 24: 31.670678366353993}],
-    "sentence average": [
-        {3: 25.052331848187777, 4: 25.052331848187777, 5: 28.264537816560612,
-         6: 39.94254772886774, 7: 42.882222541788735, 8: 54.260198278559265,
-         9: 54.260198278559265, 10: 54.114711851036134, 11: 46.64578511698734,
-         12: 51.78604564592881, 13: 42.96331786001696, 14: 34.27897957000436,
-         15: 22.79585712784528, 18: 33.697064298390856, 22: 39.5243768868435,
-         23: 30.33485795305295, 24: 30.33485795305295}],
-}
+#: The fixed case's curves, stored (a handout has no :mod:`.hidden` to compute them): the right
+#: one for each call of :data:`CALLS`, and each known mistake's for the first call
+KNOWN: dict[str, list[dict[int, float]]] = known_answers("E10.2")["bleu_curve"]
 
 
 def _expected(cases: tuple, call: int, mistake: str | None = None) -> dict:
@@ -229,7 +174,7 @@ def judge_bleu_curve(bleu_curve: Callable) -> str:
                           "drawn through the points in that order would zigzag",
                           points=CURVE_POINTS - 1)
     done = "corpus BLEU over a sliding window of lengths, at every length that has enough"
-    return done if HIDDEN else f"{done} (when graded, it also runs on fresh sentences)"
+    return said_when_graded(done, HIDDEN, "sentences")
 
 
 #: The plot check's curves: the same lengths for both models, with a gap (8 and 9 have no point)

@@ -1,8 +1,9 @@
 """The grader's answers to E10.2's automatically graded parts, for the inputs drawn afresh in each
 graded run.
 
-A student's copy of the course (``course-handout``) leaves out every ``checks/hidden_*.py``:
-there, :mod:`course_utils.checks.word_errors` and :mod:`course_utils.checks.bleu_curve`
+A student's copy of the course (``course-handout``) leaves out every exercise's ``hidden.py``
+(:func:`course_utils.tools.solutions.ships`): there,
+:mod:`course_utils.checks.e10_2.word_errors` and :mod:`course_utils.checks.e10_2.bleu_curve`
 check their fixed cases, whose answers are constants stored in those modules, and say that the
 grader adds fresh cases. The grader runs from the course's repository, where this module is. A
 submission that calls this module earns nothing for the part (it is one of the checks'
@@ -10,6 +11,8 @@ submission that calls this module earns nothing for the part (it is one of the c
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 import sacrebleu
 import torch
@@ -45,10 +48,8 @@ def context_slips(outputs: torch.Tensor, lengths: torch.Tensor) -> list[tuple[to
 
 
 def tally(words: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    return counts
+    """How many times each word occurs."""
+    return dict(Counter(words))
 
 
 def word_differences(hypothesis: list[str], reference: list[str], *, sets: bool = False) -> dict:
@@ -56,12 +57,10 @@ def word_differences(hypothesis: list[str], reference: list[str], *, sets: bool 
     said, wanted = tally(hypothesis), tally(reference)
     if sets:
         said, wanted = dict.fromkeys(said, 1), dict.fromkeys(wanted, 1)
-    short: list[str] = []
-    over: list[str] = []
-    for word in sorted(set(said) | set(wanted)):
-        gap = wanted.get(word, 0) - said.get(word, 0)
-        short += [word] * max(gap, 0)
-        over += [word] * max(-gap, 0)
+    gaps = {word: wanted.get(word, 0) - said.get(word, 0)
+            for word in sorted(set(said) | set(wanted))}
+    short = [word for word, gap in gaps.items() for _ in range(gap)]
+    over = [word for word, gap in gaps.items() for _ in range(-gap)]
     looping = sorted(w for w in said if tally(hypothesis)[w] > max(1, tally(reference).get(w, 0)))
     return {"missing": short, "extra": over, "repeated": looping}
 

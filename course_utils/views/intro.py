@@ -1,5 +1,5 @@
 """Notebook 1's two result plots: what one final state remembers, and one decoding step's
-energies beside its weights. Moved from :mod:`course_utils.plotting`, which still exports them."""
+energies beside its weights."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ padded to ``T_x`` positions, one decoder state each, a mask True at the real tok
 runs the student's function on E10.1's inputs and on fresh padded batches of other sizes (so a
 hard-coded answer does not pass), compares with the library's one-sentence reference,
 :func:`course_utils.attention.additive_attention`, called sentence by sentence (the batched
-answer ships nowhere), and names the likely mistake (:mod:`course_utils.checks.e10_1_mistakes`)
+answer ships nowhere), and names the likely mistake (:mod:`course_utils.checks.e10_1.mistakes`)
 without printing the expected numbers. Part 4 asks for a prediction first (a second query,
 ``s_0' = [0.5, -0.5]``), then ``winner`` for any batch, then what additive attention rewards
 with E10.1's parameters, in writing.
@@ -26,7 +26,7 @@ from collections.abc import Callable
 import numpy as np
 
 from course_utils.checks.calling import CheckFailed, call_student, student_line, try_run
-from course_utils.checks.e10_1_mistakes import (
+from course_utils.checks.e10_1.mistakes import (
     BATCH_ENERGY_MISTAKES,
     ENERGY_MISTAKES,
     EXTREME_ENERGIES,
@@ -55,7 +55,7 @@ EXERCISE = Exercise("E10.1", "Attention computed by hand")
 #: The library modules that compute the answers (and the checks' wrong ones); students must not
 #: call them.
 REFERENCE = ("course_utils.attention", "course_utils.alignment",
-             "course_utils.checks.e10_1_mistakes")
+             "course_utils.checks.e10_1.mistakes")
 
 #: The exercise's inputs, a batch of one sentence: the rows of ``encoder_states[0]`` are h_1,
 #: h_2, h_3, and none of its positions is padding.

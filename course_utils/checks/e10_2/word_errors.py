@@ -11,20 +11,21 @@ The check calls it on sentences drawn from the run's seed
 (:func:`~course_utils.checks.probes.fresh_seed`), so values typed into the notebook do not
 pass, and names the usual mistakes: case kept,
 punctuation kept, sets instead of counts, the two lists swapped, repeats the reference shares.
-The answers for fresh sentences are the grader's (:mod:`course_utils.checks.hidden_e10_2`); a
+The answers for fresh sentences are the grader's (:mod:`course_utils.checks.e10_2.hidden`); a
 student handout, which has no such module, checks the fixed sentences against :data:`KNOWN`.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
-from types import ModuleType
 
 import numpy as np
 
 from course_utils.checks.calling import CheckFailed, call_student
-from course_utils.checks.probes import fresh_seed
+from course_utils.checks.probes import fixed_or_fresh, said_when_graded
+from course_utils.checks.registry import known_answers, load_hidden
 
 __all__ = ["KEYS", "KNOWN", "judge_word_differences"]
 
@@ -33,68 +34,13 @@ _VOCABULARY = ("ein", "mann", "hund", "frau", "läuft", "über", "eine", "straß
                "rotes", "hemd", "der", "die", "das", "spielt")
 
 
-HIDDEN: ModuleType | None
-try:  # the grader's answers for fresh sentences; a student handout has no such module
-    import course_utils.checks.hidden_e10_2 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: the grader's answers for fresh inputs (:mod:`.hidden`); a student handout has none
+HIDDEN = load_hidden("E10.2")
 
 #: The fixed cases' answers (``fresh_seed`` gives the bases 120 to 123 in a notebook), and the
-#: lists of three known mistakes on them, stored: a handout has no :mod:`hidden_e10_2` to
-#: compute them
-KNOWN = {120: {'right': {'missing': ['frau', 'hemd', 'hund', 'mann', 'park'],
-                 'extra': ['blaues', 'blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'lowercase': {'missing': ['Hemd', 'frau', 'hund', 'hund', 'mann', 'park'],
-                     'extra': ['Hund', 'blaues', 'blaues', 'blaues', 'blaues'],
-                     'repeated': ['blaues']},
-       'split': {'missing': ['frau.', 'hemd', 'hund', 'mann', 'park'],
-                 'extra': ['.', 'blaues', 'blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'sets': {'missing': ['frau', 'hemd', 'mann', 'park'],
-                'extra': ['blaues'],
-                'repeated': ['blaues']}},
- 121: {'right': {'missing': ['der', 'die', 'ein'],
-                 'extra': ['blaues', 'frau', 'frau', 'rotes', 'rotes'],
-                 'repeated': ['frau', 'rotes']},
-       'lowercase': {'missing': ['Ein', 'der', 'die', 'hund'],
-                     'extra': ['Hund', 'blaues', 'frau', 'frau', 'rotes', 'rotes'],
-                     'repeated': ['frau', 'rotes']},
-       'split': {'missing': ['der.', 'die', 'ein', 'im'],
-                 'extra': ['.', 'blaues', 'frau', 'frau', 'im,', 'rotes', 'rotes'],
-                 'repeated': ['frau', 'rotes']},
-       'sets': {'missing': ['der', 'die', 'ein'],
-                'extra': ['blaues'],
-                'repeated': ['frau', 'rotes']}},
- 122: {'right': {'missing': ['frau', 'hund', 'mann', 'straße'],
-                 'extra': ['blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'lowercase': {'missing': ['Mann', 'frau', 'hemd', 'hund', 'straße'],
-                     'extra': ['Hemd', 'blaues', 'blaues', 'blaues'],
-                     'repeated': ['blaues']},
-       'split': {'missing': ['frau.', 'hund', 'mann', 'straße'],
-                 'extra': ['.', 'blaues', 'blaues', 'blaues'],
-                 'repeated': ['blaues']},
-       'sets': {'missing': ['frau', 'hund', 'mann', 'straße'],
-                'extra': ['blaues'],
-                'repeated': ['blaues']}},
- 123: {'right': {'missing': ['frau', 'hemd', 'über'],
-                 'extra': ['eine', 'eine', 'hund', 'hund'],
-                 'repeated': ['eine', 'hund']},
-       'lowercase': {'missing': ['Frau', 'hemd', 'rotes', 'über'],
-                     'extra': ['Rotes', 'eine', 'eine', 'hund', 'hund'],
-                     'repeated': ['eine', 'hund']},
-       'split': {'missing': ['eine.', 'frau', 'hemd', 'über'],
-                 'extra': ['.', 'eine', 'eine', 'eine', 'hund', 'hund'],
-                 'repeated': ['eine', 'hund']},
-       'sets': {'missing': ['frau', 'hemd', 'über'], 'extra': [], 'repeated': ['eine', 'hund']}}}
-
-
-def _tally(words: list[str]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for word in words:
-        counts[word] = counts.get(word, 0) + 1
-    return counts
+#: lists of three known mistakes on them, stored (``known.json``): a handout has no
+#: :mod:`.hidden` to compute them
+KNOWN: dict[int, dict[str, dict[str, list[str]]]] = known_answers("E10.2")["word_differences"]
 
 
 def _words(text: str) -> list[str]:
@@ -173,8 +119,7 @@ def _same(got: dict, want: dict, keys: tuple[str, ...] = KEYS) -> bool:
 def judge_word_differences(word_differences: Callable) -> str:
     bases = [120 + k for k in range(4)]
     for base in bases:
-        # without the grader's answers, the fixed cases only (fresh_seed: the base, unless graded)
-        hypothesis, reference = _case(fresh_seed(base) if HIDDEN else base)
+        hypothesis, reference = _case(fixed_or_fresh(base, HIDDEN))
         where = f"hypothesis {hypothesis!r}, reference {reference!r}"
         got = _clean(call_student(word_differences, hypothesis, reference, given=where), where)
         want, known = _answers(hypothesis, reference, base)
@@ -190,7 +135,7 @@ def judge_word_differences(word_differences: Callable) -> str:
         if not _same(got, want, ("missing", "extra")):
             raise CheckFailed(f"for {where}: expected missing {want['missing']} and extra "
                               f"{want['extra']}; got {got['missing']} and {got['extra']}")
-        hyp_counts = _tally(_words(hypothesis))
+        hyp_counts = Counter(_words(hypothesis))
         if sorted(set(got["repeated"])) == sorted(w for w, n in hyp_counts.items() if n > 1) \
                 != want["repeated"]:
             raise CheckFailed(f"`repeated` keeps only the words the translation says more often "
@@ -203,4 +148,4 @@ def judge_word_differences(word_differences: Callable) -> str:
                           f"{where})", points=2)
     done = (f"the right missing, extra and repeated words on {len(bases)} translations with "
             "omissions, wrong words and a repeated phrase")
-    return done if HIDDEN else f"{done} (when graded, it also runs on fresh translations)"
+    return said_when_graded(done, HIDDEN, "translations")

@@ -1,6 +1,6 @@
 """Long inputs made from Multi30k itself: consecutive test captions joined into one source.
 
-Taught in notebook 4, section 5 ("Where the paper's effect lives: long inputs").
+Taught in notebook 4, section 11 ("Where the paper's effect lives: long inputs").
 
 The paper's Figure 2 (Bahdanau et al. 2014, section 5.1) plots BLEU against sentence length up to
 about 60 words: the fixed-context RNNencdec models fall steadily as sentences grow, RNNsearch-50
