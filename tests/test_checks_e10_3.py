@@ -14,7 +14,7 @@ from helpers import ROOT, notebook_functions
 
 from course_utils.checks import NOT_IMPLEMENTED, get_exercise
 from course_utils.checks import e10_3 as checks
-from course_utils.checks import hidden_e10_3 as hidden
+from course_utils.checks.e10_3 import hidden
 from course_utils.checks.records import RECORD_MIME, records_in, submitted
 
 SOLUTION = ROOT / "solutions" / "E10.3-reading-attention-heatmaps.ipynb"
@@ -86,7 +86,7 @@ def test_the_exercise_asks_for_sentences_and_ships_no_criterion_code():
     exercise = nbformat.read(EXERCISE, as_version=4)
     for name in checks.FINDS.values():
         assert f"def {name}():" in "\n".join(c.source for c in exercise.cells)
-    shipped = (ROOT / "course_utils" / "checks" / "e10_3.py").read_text(encoding="utf-8")
+    shipped = (ROOT / "course_utils" / "checks" / "e10_3" / "__init__.py").read_text(encoding="utf-8")
     for name in hidden.__all__:
         assert f"def {name}(" not in shipped
 

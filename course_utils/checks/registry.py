@@ -12,9 +12,6 @@ else lists it:
 - ``solutions/E10.1-<slug>.ipynb``, the worked solution, the single source of the notebook;
 - ``exercises/E10.1-<slug>.ipynb``, the student version ``course-exercises`` makes from it.
 
-An exercise not yet moved into a folder is one module, ``checks/e10_3.py``, with its hidden
-answers beside it in ``checks/hidden_e10_3.py``; both layouts are read alike.
-
 The grader, the handout, the answer search, the benchmarks and the tests find exercises here
 (ARCHITECTURE.md, "How to add an exercise").
 """
@@ -32,18 +29,17 @@ __all__ = ["HIDDEN_FILES", "KNOWN_FILE", "exercise_ids", "hidden_module_of", "kn
 
 _CHECKS = Path(__file__).resolve().parent
 _PACKAGE = "course_utils.checks"
-_MODULE = re.compile(r"^e(\d+)_(\d+)(\.py)?$")
+_MODULE = re.compile(r"^e(\d+)_(\d+)$")
 #: The grader's answers, as paths end (:meth:`pathlib.PurePath.match`): ``hidden.py`` in an
-#: exercise's folder, or ``hidden_e10_3.py`` beside a one-module exercise. No handout carries
-#: them (:func:`course_utils.tools.solutions.ships`).
-HIDDEN_FILES = ("checks/e*_*/hidden.py", "checks/hidden_e*_*.py")
+#: exercise's folder. No handout carries them (:func:`course_utils.tools.solutions.ships`).
+HIDDEN_FILES = ("checks/e*_*/hidden.py",)
 #: The answers an exercise's checks store for their fixed examples, beside its checks
 #: (:func:`known_answers`).
 KNOWN_FILE = "known.json"
 
 
 def _is_exercise(path: Path) -> bool:
-    return path.suffix == ".py" or (path / "__init__.py").is_file()
+    return (path / "__init__.py").is_file()
 
 
 def exercise_ids() -> list[str]:
@@ -68,12 +64,8 @@ def module_of(exercise_id: str) -> str:
 
 def hidden_module_of(exercise_id: str) -> str:
     """The module of ``exercise_id``'s hidden answers, whether or not this copy of the course has
-    it: ``course_utils.checks.e10_2.hidden`` (or, for a one-module exercise,
-    ``course_utils.checks.hidden_e10_3``)."""
-    name = _name(exercise_id)
-    if (_CHECKS / name).is_dir():
-        return f"{_PACKAGE}.{name}.hidden"
-    return f"{_PACKAGE}.hidden_{name}"
+    it: ``course_utils.checks.e10_2.hidden``."""
+    return f"{_PACKAGE}.{_name(exercise_id)}.hidden"
 
 
 def load_hidden(exercise_id: str) -> ModuleType | None:

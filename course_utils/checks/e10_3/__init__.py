@@ -13,7 +13,7 @@ student's model, so it judges the record saved in the submitted notebook, and ch
 a record of the sentence the student's function returns.
 
 Whether a record shows its pattern is decided by the criteria the exercise states
-(:data:`CRITERIA`), computed in :mod:`course_utils.checks.hidden_e10_3`, which a student's
+(:data:`CRITERIA`), computed in :mod:`course_utils.checks.e10_3.hidden`, which a student's
 handout leaves out: the finding is the student's (reading heatmaps), not a loop over the test
 set that asks an oracle. In the course's repository the check decides at once and names what a
 pick lacks; in a handout it keeps the record and says that it is judged when graded.
@@ -35,12 +35,10 @@ import numpy as np
 from course_utils.checks.calling import CheckFailed, CheckPending, call_student, student_line
 from course_utils.checks.framework import Exercise
 from course_utils.checks.records import current, show_record
+from course_utils.checks.registry import load_hidden
 
-HIDDEN: ModuleType | None
-try:  # the grader's criteria; a student's handout has no such module
-    import course_utils.checks.hidden_e10_3 as HIDDEN
-except ImportError:
-    HIDDEN = None
+#: The grader's criteria (``hidden.py``); a student's handout has none.
+HIDDEN: ModuleType | None = load_hidden("E10.3")
 
 __all__ = ["CONFIDENT", "CRITERIA", "EXERCISE", "MONOTONIC_WORDS", "NEAR", "SHARE", "THRESHOLDS",
            "Alignment", "Thresholds",
