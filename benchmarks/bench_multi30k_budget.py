@@ -26,7 +26,7 @@ import argparse
 import json
 import platform
 import sys
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -49,8 +49,9 @@ GPU_NOTE = ("GPU: not measured in this run (no GPU was available). The GPU confi
 def configurations(quick: bool) -> dict[str, Multi30kConfig]:
     """``{label: config}``: the previous CPU budget and today's."""
     after = QUICK if quick else CPU
-    before = replace(after, name=f"{after.name}-before", maxout_dim=0, epochs=max(after.epochs, 5)
-                     if not quick else after.epochs, measure_exact_match=True, skip_padding=False)
+    before = after.replace(name=f"{after.name}-before", maxout_dim=0,
+                           epochs=after.train.epochs if quick else max(after.train.epochs, 5),
+                           measure_exact_match=True, skip_padding=False)
     return {"after": after, "before": before}
 
 
@@ -115,10 +116,10 @@ def report(results: dict[str, list[Measured]], configs, vocab_size: int, device,
         "",
         f"- **before**: output layer straight from `[s_i; c_i; y_(i-1)]` to the "
         f"{vocab_size:,}-word German vocabulary, run at every target slot "
-        f"(padding too), greedy exact match after every epoch; {b_cfg.epochs} epochs.",
+        f"(padding too), greedy exact match after every epoch; {b_cfg.train.epochs} epochs.",
         f"- **after** (`translation.CPU`): the paper's deep output layer (maxout to "
-        f"l = {a_cfg.maxout_dim}, then the vocabulary projection), run only at real target "
-        f"positions, no exact match; {a_cfg.epochs} epochs.",
+        f"l = {a_cfg.model.maxout_dim}, then the vocabulary projection), run only at real target "
+        f"positions, no exact match; {a_cfg.train.epochs} epochs.",
         "",
         "| configuration | model | parameters | epochs | minutes | minutes per epoch "
         "| training tokens/s | BLEU (test_2016_flickr, greedy) |",

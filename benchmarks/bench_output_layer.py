@@ -17,7 +17,6 @@ import argparse
 import platform
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -40,7 +39,8 @@ def step_time(config, data, n_batches: int, skip_padding: bool, bf16: bool) -> t
     model = build_model(config.model_config(data.src_vocab, data.tgt_vocab, attention=True))
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
     model.train()
-    batches = make_batches(data.pairs["train"], config.batch_size, seed=1)[: n_batches + WARM_UP]
+    batches = make_batches(data.pairs["train"], config.train.batch_size,
+                           seed=1)[: n_batches + WARM_UP]
     start = 0.0
     for k, batch in enumerate(iterate_batches(batches, torch.device("cpu"))):
         if k == WARM_UP:
@@ -63,12 +63,12 @@ def main(argv: list[str] | None = None) -> int:
     data = prepare_data(base, splits=("train",))
     widths = [0, 32] if args.quick else [0, 64, 96, 128, 192, 256]
     variants = [(0, False, False)] + [(l, True, False) for l in widths] + [
-        (base.maxout_dim, True, True)]
+        (base.model.maxout_dim, True, True)]
     rounds = 1 if args.quick else args.rounds
     best: dict[tuple, tuple[float, int]] = {}
     for r in range(rounds):  # alternate the order: drift on a noisy machine hits every variant
         for maxout, skip, bf16 in (variants if r % 2 == 0 else variants[::-1]):
-            seconds, params = step_time(replace(base, maxout_dim=maxout), data, n, skip, bf16)
+            seconds, params = step_time(base.replace(maxout_dim=maxout), data, n, skip, bf16)
             key = (maxout, skip, bf16)
             best[key] = (min(seconds, best.get(key, (seconds,))[0]), params)
             print(f"round {r + 1}: l={maxout:4d} real positions only={skip!s:5s} "
@@ -81,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
         "",
         f"{measured_with(__file__, args.quick)} on CPU "
         f"({platform.machine()}, {torch.get_num_threads()} threads), PyTorch {torch.__version__}: "
-        f"notebook 4's attention model (embedding {base.embed_dim}, hidden {base.hidden_dim}, "
+        f"notebook 4's attention model (embedding {base.model.embed_dim}, "
+        f"hidden {base.model.hidden_dim}, "
         f"{len(data.tgt_vocab):,} German tokens), mean of {n} training steps (batches of "
-        f"{base.batch_size}, after {WARM_UP} warm-up steps), the same batches for every variant; "
+        f"{base.train.batch_size}, after {WARM_UP} warm-up steps), the same batches for every "
+        "variant; "
         f"best of {rounds} passes over all variants, in alternating order. "
         "l = 0 is the shallow output layer.",
         "",
@@ -96,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                      f"{'bf16' if bf16 else 'fp32'} | {seconds * 1000:.0f} | "
                      f"{seconds / reference:.2f}x | {params / 1e6:.2f}M |")
     fp32 = {maxout: seconds for maxout, skip, bf16, seconds, _ in rows if skip and not bf16}
-    chosen, smallest = base.maxout_dim, min(l for l in fp32 if l > 0)
+    chosen, smallest = base.model.maxout_dim, min(l for l in fp32 if l > 0)
     lines += [
         "",
         f"The course uses l = {chosen} "

@@ -21,7 +21,6 @@ import argparse
 import platform
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -95,7 +94,7 @@ def greedy_speed(n, device, quick):
     vocab = reversal_vocab(REVERSAL.n_symbols)
     pairs = make_reversal_pairs(n, REVERSAL.min_len, REVERSAL.max_len, vocab, seed=3)
     seed_everything(0)
-    model = build_model(ModelConfig(len(vocab), len(vocab), **REVERSAL.model_sizes)).to(device)
+    model = build_model(REVERSAL.model_config(vocab, vocab)).to(device)
     # A briefly trained model, so outputs have realistic lengths and stop at EOS.
     train(model, make_reversal_pairs(2000 if quick else 6000, REVERSAL.min_len, REVERSAL.max_len,
                                      vocab, seed=4),
@@ -121,9 +120,10 @@ def seconds_to_99(device, quick):
     train_pairs = make_reversal_pairs(n_train, REVERSAL.min_len, REVERSAL.max_len, vocab, seed=1)
     val_pairs = make_reversal_pairs(1000, REVERSAL.min_len, REVERSAL.max_len, vocab, seed=2)
     seed_everything(0)
-    model = build_model(ModelConfig(len(vocab), len(vocab), **REVERSAL.model_sizes))
+    model = build_model(REVERSAL.model_config(vocab, vocab))
     start = time.perf_counter()
-    config = replace(REVERSAL, epochs=1 if quick else REVERSAL.epochs, target_exact_match=0.99)
+    config = REVERSAL.replace(epochs=1 if quick else REVERSAL.train.epochs,
+                              target_exact_match=0.99)
     history = train(model, train_pairs, val_pairs, config, device=device, progress=False)
     return {"seconds": time.perf_counter() - start, "epochs": history.epoch[-1],
             "exact": history.val_exact_match[-1]}
@@ -131,7 +131,8 @@ def seconds_to_99(device, quick):
 
 def run(device: torch.device, quick: bool) -> dict:
     repeats = 0 if quick else 2
-    small = dict(embed_dim=32, hidden_dim=96, attention_dim=96, maxout_dim=REVERSAL.maxout_dim)
+    small = dict(embed_dim=32, hidden_dim=96, attention_dim=96,
+                 maxout_dim=REVERSAL.model.maxout_dim)
     large = dict(embed_dim=128, hidden_dim=256, attention_dim=256, maxout_dim=128)
     runs = [
         throughput("reversal model (hidden 96, 24 symbols, lengths 5-20)", small, 20,

@@ -53,7 +53,7 @@ from course_utils.training import seed_everything, training_step  # noqa: E402
 from course_utils.translation_setup import CPU, QUICK, prepare_data  # noqa: E402
 
 WARM_UP = 3
-EPOCHS = CPU.epochs
+EPOCHS = CPU.train.epochs
 
 
 @dataclass(frozen=True)
@@ -81,13 +81,13 @@ def tokens_per_second(variant: Variant, pairs, data, config, window: tuple[float
     seed_everything(0)
     model = build_model(config.model_config(data.src_vocab, data.tgt_vocab,
                                             attention=variant.model == "attention"))
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.train.lr)
     model.train()
     batches = list(iterate_batches(make_batches(pairs, variant.batch_size, seed=1,
                                                 sort_by=variant.sort_by), torch.device("cpu")))
 
     def step(batch) -> int:  # train()'s own step; returns the real target tokens it trained on
-        training_step(model, batch, optimizer, clip=config.clip, bf16=variant.bf16)
+        training_step(model, batch, optimizer, clip=config.train.clip, bf16=variant.bf16)
         return int((batch.tgt_out != Vocab.pad_id).sum())
 
     for batch in batches[:WARM_UP]:
@@ -235,7 +235,8 @@ def measure(args, config, sentences: int, data, pairs) -> int:
         f"{measured_with(__file__, args.quick)} on CPU ({platform.machine()}, "
         f"{os.cpu_count()} cores; native bf16 arithmetic: {'yes' if bf16 else 'no'}), "
         f"PyTorch {torch.__version__}: training steps of notebook 4's models (embedding "
-        f"{config.embed_dim}, hidden {config.hidden_dim}, l = {config.maxout_dim}, "
+        f"{config.model.embed_dim}, hidden {config.model.hidden_dim}, "
+        f"l = {config.model.maxout_dim}, "
         f"{len(data.tgt_vocab):,} German tokens) on the same {len(pairs):,} training sentences "
         f"(drawn at random once; {WARM_UP} warm-up steps untimed); best of {rounds} passes in "
         "alternating order. \"Both at once\" runs the two models in two processes of one thread "

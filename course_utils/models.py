@@ -367,8 +367,9 @@ class VanillaDecoder(GRUDecoder):
 class ModelSizes:
     """A model's sizes, in the paper's letters; the one place their defaults are declared.
 
-    Both :class:`ModelConfig` (one model) and :class:`course_utils.training.RunConfig` (a
-    task's run) are built on it; a task's presets set their own values.
+    :class:`ModelConfig` (one model) is built on it, and a task's run
+    (:class:`course_utils.training.RunConfig`) holds one as its ``model``; a task's presets set
+    their own values.
     """
 
     embed_dim: int = 64  # m, the size of a word embedding (620 in the paper)

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from course_utils.config import scaled
 from course_utils.data import SPECIALS, Pair, Vocab
+from course_utils.models import ModelSizes
 from course_utils.tensors import to_numpy
-from course_utils.training import RunConfig
+from course_utils.training import RunConfig, TrainConfig
 
 __all__ = [
     "BOTTLENECK",
@@ -98,31 +99,29 @@ def alignment_score(attention: object, expected_positions: Sequence[int]) -> flo
 
 @dataclass(frozen=True, kw_only=True)
 class ReversalConfig(RunConfig):
-    """Settings of the reversal task: the data (symbols, lengths, sizes) and the run. The
-    fields not named here, and their defaults, are :class:`RunConfig`'s."""
+    """Settings of the reversal task: the run's parts (:class:`RunConfig`: ``name``, ``model``,
+    ``train``) with this task's defaults, then the data (symbols, lengths, sizes)."""
 
     n_symbols: int = 20  # distinct symbols a, b, c, ...
     min_len: int = 5  # the shortest sequence, in symbols
     max_len: int = 20  # the longest
     n_train: int = 12_000  # training pairs, lengths drawn uniformly in [min_len, max_len]
     n_val: int = 1_000  # held-out pairs, drawn with another seed
-    embed_dim: int = 32
-    hidden_dim: int = 96
-    attention_dim: int = 96
-    maxout_dim: int = 48  # l = n / 2, the paper's ratio (l = 500 for n = 1000)
-    epochs: int = 6
+    # l = n / 2, the paper's ratio (l = 500 for n = 1000)
+    model: ModelSizes = ModelSizes(embed_dim=32, hidden_dim=96, attention_dim=96, maxout_dim=48)
+    train: TrainConfig = TrainConfig(epochs=6)
 
 
 #: The CPU configuration: >= 99% held-out exact match in well under a minute on 2 cores.
 REVERSAL = ReversalConfig()
 
 #: Smoke-test scale (COURSE_QUICK): seconds.
-QUICK = replace(REVERSAL, name="quick", max_len=10, n_train=600, n_val=100, embed_dim=16,
-                hidden_dim=32, attention_dim=32, maxout_dim=16, epochs=2)
+QUICK = REVERSAL.replace(name="quick", max_len=10, n_train=600, n_val=100, embed_dim=16,
+                         hidden_dim=32, attention_dim=32, maxout_dim=16, epochs=2)
 
 #: On a GPU: more data and larger batches, same task.
-GPU = replace(REVERSAL, name="gpu", n_train=50_000, batch_size=256, hidden_dim=128,
-              attention_dim=128, maxout_dim=64, epochs=8)
+GPU = REVERSAL.replace(name="gpu", n_train=50_000, batch_size=256, hidden_dim=128,
+                       attention_dim=128, maxout_dim=64, epochs=8)
 
 
 def reversal_config() -> ReversalConfig:
@@ -131,11 +130,11 @@ def reversal_config() -> ReversalConfig:
 
 
 #: The bottleneck experiment: attention and vanilla models, same budget, lengths up to 32.
-BOTTLENECK = replace(REVERSAL, name="bottleneck", min_len=2, max_len=32, n_train=16_000,
-                     n_val=2_000)
-BOTTLENECK_QUICK = replace(QUICK, name="bottleneck-quick", min_len=2, max_len=12, epochs=1)
-BOTTLENECK_GPU = replace(GPU, name="bottleneck-gpu", min_len=2, max_len=40, n_val=2_000,
-                         n_train=60_000)
+BOTTLENECK = REVERSAL.replace(name="bottleneck", min_len=2, max_len=32, n_train=16_000,
+                              n_val=2_000)
+BOTTLENECK_QUICK = QUICK.replace(name="bottleneck-quick", min_len=2, max_len=12, epochs=1)
+BOTTLENECK_GPU = GPU.replace(name="bottleneck-gpu", min_len=2, max_len=40, n_val=2_000,
+                             n_train=60_000)
 
 
 def bottleneck_config() -> ReversalConfig:
@@ -145,10 +144,10 @@ def bottleneck_config() -> ReversalConfig:
 
 #: Notebook 6's controlled experiment: eight models (four scores, two orders) times three seeds,
 #: so each run is small: about 20 seconds on 2 CPU cores.
-SCORE_COMPARISON = replace(REVERSAL, name="scores", n_train=4_000, n_val=500, embed_dim=32,
-                           hidden_dim=64, attention_dim=64, maxout_dim=32, epochs=8)
-SCORE_COMPARISON_QUICK = replace(QUICK, name="scores-quick", n_train=400, n_val=60, epochs=2)
-SCORE_COMPARISON_GPU = replace(GPU, name="scores-gpu", n_train=20_000, n_val=1_000, epochs=8)
+SCORE_COMPARISON = REVERSAL.replace(name="scores", n_train=4_000, n_val=500, embed_dim=32,
+                                    hidden_dim=64, attention_dim=64, maxout_dim=32, epochs=8)
+SCORE_COMPARISON_QUICK = QUICK.replace(name="scores-quick", n_train=400, n_val=60, epochs=2)
+SCORE_COMPARISON_GPU = GPU.replace(name="scores-gpu", n_train=20_000, n_val=1_000, epochs=8)
 
 
 def score_comparison_config() -> ReversalConfig:

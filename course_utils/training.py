@@ -5,8 +5,8 @@ E10.2 train with the same loop.
 
 :func:`train` is the loop every notebook uses, and it takes the run's configuration whole: a
 :class:`TrainConfig` says how to train (every field documented where it is declared), and a
-task's :class:`RunConfig` (its name, :class:`course_utils.models.ModelSizes` and a
-:class:`TrainConfig`) is one. It trains on length-bucketed batches with Adam, a
+task's :class:`RunConfig` (its name, a :class:`course_utils.models.ModelSizes` and a
+:class:`TrainConfig`) carries one. It trains on length-bucketed batches with Adam, a
 warm-up-then-cosine learning-rate schedule and gradient clipping; on CUDA it uses pinned
 memory and non-blocking copies, and mixed precision when asked (bfloat16 on a CPU and on
 recent GPUs, float16 with loss scaling on a T4: :mod:`course_utils.precision`). After every
@@ -17,19 +17,21 @@ so notebooks can show attention emerging. Checkpoints are in :mod:`course_utils.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+import textwrap
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, Self
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from course_utils.config import quick_mode
+from course_utils.config import TEXT_WIDTH, quick_mode
 from course_utils.data import SORT_KEYS, Batch, Pair, Vocab, iterate_batches, make_batches
 from course_utils.decoding import greedy_decode_pairs
 from course_utils.metrics import exact_match
@@ -96,22 +98,72 @@ class TrainConfig:
 
 
 @dataclass(frozen=True, kw_only=True)
-class _Named:
+class RunConfig:
+    """One run of a task, passed whole, made of its parts: its ``name``, its model's sizes
+    (``model``, a :class:`ModelSizes`) and how it is trained (``train``, a
+    :class:`TrainConfig`). Each task's configuration adds its data settings
+    (:class:`course_utils.reversal.ReversalConfig`,
+    :class:`course_utils.translation_setup.Multi30kConfig`) and its own defaults for the parts.
+
+    Read a setting from the part that owns it (``cfg.model.hidden_dim``, ``cfg.train.epochs``);
+    change any with :meth:`replace`, which finds the part: ``cfg.replace(epochs=3)``.
+    """
+
     name: str = "cpu"  # the preset: "quick", "cpu", "gpu", or a budget derived from one
+    model: ModelSizes = ModelSizes()
+    train: TrainConfig = TrainConfig()
 
+    def __post_init__(self) -> None:
+        for part, kind in (("model", ModelSizes), ("train", TrainConfig)):
+            value = getattr(self, part)
+            if type(value) is not kind:
+                raise TypeError(f"{part} must be a {kind.__name__}, such as {kind.__name__}(); "
+                                f"got {type(value).__name__}")
 
-@dataclass(frozen=True, kw_only=True)
-class RunConfig(TrainConfig, ModelSizes, _Named):
-    """One run of a task, passed whole: its name, the model's sizes (:class:`ModelSizes`) and
-    how it is trained (:class:`TrainConfig`), printed in that order. Each task's configuration
-    adds its data settings (:class:`course_utils.reversal.ReversalConfig`,
-    :class:`course_utils.translation_setup.Multi30kConfig`)."""
+    def __str__(self) -> str:
+        """The settings a part per line, as a notebook prints them: ``print(cfg)``."""
+        def settings(obj: Any, names: Sequence[str]) -> str:
+            return ", ".join(f"{name}={getattr(obj, name)!r}" for name in names)
 
-    def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab,
-                     attention: bool = True) -> ModelConfig:
-        """The :class:`ModelConfig` of this run's attention (or vanilla) model."""
+        data = [f.name for f in fields(self) if f.name not in ("name", "model", "train")]
+        rows = [("model", settings(self.model, [f.name for f in fields(self.model)])),
+                ("train", settings(self.train, [f.name for f in fields(self.train)]))]
+        if data:
+            rows.append(("data", settings(self, data)))
+        lines = [f"{type(self).__name__} {self.name!r}"]
+        for label, text in rows:
+            lines += textwrap.wrap(text, TEXT_WIDTH, initial_indent=f"  {label + ':':<7}",
+                                   subsequent_indent=" " * 9)
+        return "\n".join(lines)
+
+    def replace(self, **changes: Any) -> Self:
+        """A copy with ``changes``, each given to the part that owns it: a model size
+        (``hidden_dim=64``), a training setting (``epochs=3``) or the task's own
+        (``name``, a data setting)."""
+        parts: dict[str, dict[str, Any]] = {"model": {}, "train": {}}
+        own: dict[str, Any] = {}
+        owned = {f.name: part for part, kind in (("model", ModelSizes), ("train", TrainConfig))
+                 for f in fields(kind)}
+        mine = {f.name for f in fields(self)} - set(parts)
+        for key, value in changes.items():
+            if key in owned:
+                parts[owned[key]][key] = value
+            elif key in mine:
+                own[key] = value
+            else:
+                raise TypeError(f"{type(self).__name__} has no setting {key!r}; its settings are "
+                                f"{sorted(mine | set(owned))}")
+        return dataclasses.replace(
+            self, **own, **{part: dataclasses.replace(getattr(self, part), **values)
+                            for part, values in parts.items() if values})
+
+    def model_config(self, src_vocab: Vocab, tgt_vocab: Vocab, attention: bool = True,
+                     **choices: Any) -> ModelConfig:
+        """The :class:`ModelConfig` of this run's attention (or vanilla) model, with the
+        architecture's ``choices`` (``score="dot"``, ``decoder_dim="encoder"``, ...) and any
+        size given here in place of the run's (``hidden_dim=...``)."""
         return ModelConfig(len(src_vocab), len(tgt_vocab), attention=attention,
-                           **self.model_sizes)
+                           **{**self.model.model_sizes, **choices})
 
 
 def seed_everything(seed: int) -> None:
@@ -243,7 +295,7 @@ def train(
     model: Seq2Seq,
     train_pairs: Sequence[Pair],
     val_pairs: Sequence[Pair],
-    config: TrainConfig | None = None,
+    config: TrainConfig | RunConfig | None = None,
     *,
     device: torch.device | str = "cpu",
     snapshot_pairs: Sequence[Pair] = (),
@@ -255,10 +307,9 @@ def train(
 ) -> History:
     """Train ``model`` in place as ``config`` says, and return its :class:`History`.
 
-    ``config`` is the run's :class:`TrainConfig`: a task's :class:`RunConfig` (which is one),
-    passed whole, or a ``TrainConfig(...)`` of its own; change a field with
-    ``dataclasses.replace(config, epochs=3)``. The other arguments say where the run happens
-    and what it shows, not how it trains.
+    ``config`` is the run's :class:`TrainConfig`, or a task's :class:`RunConfig` passed whole
+    (its ``train`` part is used); change a setting with ``cfg.replace(epochs=3)``. The other
+    arguments say where the run happens and what it shows, not how it trains.
 
     Args:
         device: where to train; the model is moved there.
@@ -274,9 +325,11 @@ def train(
         raise TypeError(f"train() takes the run's settings as one configuration, not as keywords "
                         f"({', '.join(settings)}): pass train(model, train_pairs, val_pairs, "
                         f"TrainConfig({named})), or your task's configuration (cfg) whole")
+    if isinstance(config, RunConfig):
+        config = config.train
     if not isinstance(config, TrainConfig):
-        raise TypeError("config must be a TrainConfig (a task's RunConfig is one), such as "
-                        f"TrainConfig(epochs=3); got {type(config).__name__}")
+        raise TypeError("config must be a TrainConfig, such as TrainConfig(epochs=3), or a "
+                        f"task's RunConfig (cfg); got {type(config).__name__}")
     if not train_pairs or not val_pairs:
         raise ValueError("need at least one training pair and one validation pair")
     device = torch.device(device)

@@ -20,7 +20,7 @@ the full data (from ``MULTI30K_DIR``, the copy a handout bundles, or a download:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -36,11 +36,11 @@ from course_utils.checkpoints import (
     save_checkpoint,
 )
 from course_utils.config import scaled
-from course_utils.models import build_model
+from course_utils.models import ModelSizes, build_model
 from course_utils.multi30k import load_sample_split, load_split
 from course_utils.setup import runs_hint
 from course_utils.text import TranslationData, build_translation_data
-from course_utils.training import RunConfig, seed_everything, train
+from course_utils.training import RunConfig, TrainConfig, seed_everything, train
 
 __all__ = [
     "CPU",
@@ -64,34 +64,30 @@ TEST_SPLITS = ("test_2016_flickr", "test_2017_flickr", "test_2017_mscoco")
 
 @dataclass(frozen=True, kw_only=True)
 class Multi30kConfig(RunConfig):
-    """Settings of the translation task: the data (vocabulary, case, how much) and the run. The
-    fields not named here, and their defaults, are :class:`RunConfig`'s."""
+    """Settings of the translation task: the run's parts (:class:`RunConfig`: ``name``,
+    ``model``, ``train``) with this task's defaults, then the data (vocabulary, case, how much)."""
 
-    embed_dim: int = 128
-    hidden_dim: int = 192
-    attention_dim: int = 192
-    # l of the deep output layer: steps get no cheaper below 128 on a CPU, dearer above
-    # (benchmarks/bench_output_layer.py)
-    maxout_dim: int = 128
-    dropout: float = 0.2
-    lr: float = 2e-3
+    # maxout_dim, l of the deep output layer: steps get no cheaper below 128 on a CPU, dearer
+    # above (benchmarks/bench_output_layer.py)
+    model: ModelSizes = ModelSizes(embed_dim=128, hidden_dim=192, attention_dim=192,
+                                   maxout_dim=128, dropout=0.2)
+    # greedy exact match means nothing for translation and costs a decoding per epoch
+    train: TrainConfig = TrainConfig(lr=2e-3, measure_exact_match=False)
     min_freq: int = 2  # a word seen fewer times in the training set is <unk>
     lowercase: bool = True  # lower-case both languages before tokenizing
     max_train: int | None = None  # use only the first N training pairs
     max_eval: int | None = None  # and the first N of each evaluation split
     sample: bool = False  # read the small sample (multi30k.sample_dir()), not the full data
-    # greedy exact match means nothing for translation and costs a decoding per epoch
-    measure_exact_match: bool = False
 
 
 #: Both models in 11.5-14 minutes on a 2-core CPU (benchmarks/bench_multi30k_budget.py, notebook 4).
 CPU = Multi30kConfig(name="cpu")
 #: One H100-class GPU.
-GPU = replace(CPU, name="gpu", embed_dim=256, hidden_dim=512, attention_dim=512, maxout_dim=256,
-              dropout=0.3, batch_size=128, lr=1.5e-3, epochs=12, bf16=True)
+GPU = CPU.replace(name="gpu", embed_dim=256, hidden_dim=512, attention_dim=512, maxout_dim=256,
+                  dropout=0.3, batch_size=128, lr=1.5e-3, epochs=12, bf16=True)
 #: Seconds, for CI: the committed sample (1,500 training pairs, 100 of each other split).
-QUICK = replace(CPU, name="quick", embed_dim=32, hidden_dim=48, attention_dim=48, maxout_dim=32,
-                epochs=1, max_train=1500, max_eval=100, sample=True)
+QUICK = CPU.replace(name="quick", embed_dim=32, hidden_dim=48, attention_dim=48, maxout_dim=32,
+                    epochs=1, max_train=1500, max_eval=100, sample=True)
 
 
 def multi30k_config() -> Multi30kConfig:
@@ -101,7 +97,7 @@ def multi30k_config() -> Multi30kConfig:
 def small_config(config: Multi30kConfig) -> Multi30kConfig:
     """A smaller run of ``config`` for when notebook 4's models are missing: two epochs on
     at most 10,000 sentences (a few minutes on a CPU)."""
-    return replace(config, name=f"{config.name}-small", epochs=min(config.epochs, 2),
+    return config.replace(name=f"{config.name}-small", epochs=min(config.train.epochs, 2),
                    max_train=min(config.max_train or 10_000, 10_000))
 
 
@@ -110,7 +106,7 @@ def exercise_config(config: Multi30kConfig) -> Multi30kConfig:
     epochs on at most the first 15,000 training sentences, the model sizes of ``config``.
     Both models together train in minutes on a 2-core CPU (the E10.2 solution measures it);
     under ``COURSE_QUICK`` (and so under ``course-grade``) the smoke-test run is smaller still."""
-    return replace(config, name=f"{config.name}-e10.2", epochs=min(config.epochs, 4),
+    return config.replace(name=f"{config.name}-e10.2", epochs=min(config.train.epochs, 4),
                    max_train=min(config.max_train or 15_000, 15_000))
 
 
@@ -119,10 +115,10 @@ def translation_scores_config(config: Multi30kConfig) -> Multi30kConfig:
     the first 10,000 training sentences, a smaller encoder (``hidden_dim`` at most 128) whose
     outputs (``2 * hidden_dim``) the decoder state matches, so that every score, dot included,
     fits the same model. Minutes per model on a 2-core CPU (notebook 6 measures it)."""
-    hidden = min(config.hidden_dim, 128)
-    return replace(config, name=f"{config.name}-scores", epochs=min(config.epochs, 3),
+    hidden = min(config.model.hidden_dim, 128)
+    return config.replace(name=f"{config.name}-scores", epochs=min(config.train.epochs, 3),
                    max_train=min(config.max_train or 10_000, 10_000), hidden_dim=hidden,
-                   attention_dim=min(config.attention_dim, 2 * hidden))
+                   attention_dim=min(config.model.attention_dim, 2 * hidden))
 
 
 def load_pairs(config: Multi30kConfig, split: str) -> list[tuple[str, str]]:
@@ -158,17 +154,17 @@ def find_or_train_attention_checkpoints(
     (:func:`small_config`, a few minutes on a CPU) once, in its own run folder, so that
     notebook 5 and E10.3 can run on their own; later calls find it.
     """
-    paths = _complete(MULTI30K_RUN.located(), config.epochs)
+    paths = _complete(MULTI30K_RUN.located(), config.train.epochs)
     if paths is not None:
         return paths
     small = small_config(config)
     print(f"Notebook 4's attention checkpoints are not in {display_path(MULTI30K_RUN.path)}: "
           f"run notebook 4 to use its full model. Meanwhile this uses a smaller attention "
-          f"model ({small.epochs} epochs on {small.max_train:,} sentences), saved in "
+          f"model ({small.train.epochs} epochs on {small.max_train:,} sentences), saved in "
           f"{display_path(MULTI30K_SMALL_RUN.path)}. Every cell runs with it, but its "
           f"alignments are too rough for the examples the text discusses (it shows no "
           f"clear reordering or crossing): for those, run notebook 4 first.{runs_hint()}")
-    paths = _complete(MULTI30K_SMALL_RUN.located(), small.epochs)
+    paths = _complete(MULTI30K_SMALL_RUN.located(), small.train.epochs)
     if paths is not None:
         print("Found it from an earlier run.")
         return paths

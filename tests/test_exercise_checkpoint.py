@@ -47,7 +47,7 @@ def must_not_train(*args, **kwargs):
 
 
 def test_the_students_own_model_is_chosen_when_e10_2_saved_it(course, monkeypatch, capsys):
-    notebook_4_run(course, QUICK.epochs)
+    notebook_4_run(course, QUICK.train.epochs)
     saved = tiny_checkpoint(E10_2_RUN.checkpoint("attention"), seed=7)
     assert saved == course / "exercises" / "runs" / "e10.2" / "attention.pt"
     monkeypatch.setattr(translation_setup, "find_or_train_attention_checkpoints", must_not_train)
@@ -61,11 +61,11 @@ def test_the_students_own_model_is_chosen_when_e10_2_saved_it(course, monkeypatc
 
 
 def test_notebook_4s_model_is_a_fallback_that_says_whose_it_is(course, capsys):
-    run = notebook_4_run(course, QUICK.epochs)
+    run = notebook_4_run(course, QUICK.train.epochs)
 
     chosen = find_or_train_exercise_checkpoint(QUICK)
     assert not chosen.is_yours and chosen.whose == "notebook 4"
-    assert chosen.path == run / "epochs" / f"attention-epoch{QUICK.epochs}.pt"  # its final model
+    assert chosen.path == run / "epochs" / f"attention-epoch{QUICK.train.epochs}.pt"  # its final model
     assert chosen.looked_for == course / "exercises" / "runs" / "e10.2" / "attention.pt"
     printed = capsys.readouterr().out
     assert "notebook 4's model, not yours" in printed
@@ -92,7 +92,7 @@ def test_without_either_model_the_small_stand_in_is_trained_and_labelled(course,
 
 def test_a_file_that_is_not_a_checkpoint_is_not_mistaken_for_one(course, monkeypatch):
     E10_2_RUN.checkpoint("attention").mkdir(parents=True)  # a folder named attention.pt
-    notebook_4_run(course, QUICK.epochs)
+    notebook_4_run(course, QUICK.train.epochs)
     assert find_or_train_exercise_checkpoint(QUICK).whose == "notebook 4"
 
 

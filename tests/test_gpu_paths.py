@@ -49,7 +49,7 @@ def test_a_cuda_runtime_picks_cuda_and_the_gpu_presets(cuda):
     assert config.scaled(quick=1, cpu=2, gpu=3) == 3
     assert reversal.reversal_config() is reversal.GPU
     assert translation_setup.multi30k_config() is translation_setup.GPU
-    assert translation_setup.GPU.bf16 and translation_setup.GPU.batch_size == 128
+    assert translation_setup.GPU.train.bf16 and translation_setup.GPU.train.batch_size == 128
 
 
 def test_without_cuda_a_cuda_device_is_refused_and_the_cpu_presets_apply(monkeypatch):

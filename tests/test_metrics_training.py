@@ -11,7 +11,7 @@ from helpers import ROOT
 from course_utils.data import collate
 from course_utils.decoding import Decoded
 from course_utils.metrics import accuracy_by_length, exact_match
-from course_utils.models import ModelConfig, build_model
+from course_utils.models import ModelConfig, ModelSizes, build_model
 from course_utils.reversal import (
     QUICK,
     REVERSAL,
@@ -23,6 +23,7 @@ from course_utils.reversal import (
 )
 from course_utils.training import (
     History,
+    RunConfig,
     TrainConfig,
     seed_everything,
     sequence_loss,
@@ -181,16 +182,58 @@ def test_translation_configurations_skip_exact_match_and_share_the_run_shape():
     from dataclasses import fields
 
     from course_utils.reversal import ReversalConfig
-    from course_utils.training import RunConfig
     from course_utils.translation_setup import CPU, Multi30kConfig
 
-    assert CPU.measure_exact_match is False and REVERSAL.measure_exact_match is True
+    assert CPU.train.measure_exact_match is False and REVERSAL.train.measure_exact_match is True
     shared = {f.name for f in fields(RunConfig)}
     for config in (ReversalConfig, Multi30kConfig):
         assert issubclass(config, RunConfig) and shared <= {f.name for f in fields(config)}
-        assert issubclass(config, TrainConfig)  # so train() takes the run's configuration whole
+        # a run holds its parts; it is neither of them
+        assert not issubclass(config, TrainConfig) and not issubclass(config, ModelSizes)
+        assert isinstance(config().model, ModelSizes) and isinstance(config().train, TrainConfig)
     model_config = REVERSAL.model_config(VOCAB, VOCAB, attention=False)
-    assert not model_config.attention and model_config.hidden_dim == REVERSAL.hidden_dim
+    assert not model_config.attention and model_config.hidden_dim == REVERSAL.model.hidden_dim
+    wide = REVERSAL.model_config(VOCAB, VOCAB, score="dot", decoder_dim="encoder")
+    assert wide.score == "dot" and wide.decoder_dim == "encoder"
+
+
+def test_a_run_configuration_changes_each_setting_in_the_part_that_owns_it():
+    changed = REVERSAL.replace(name="mine", epochs=2, hidden_dim=8, n_train=50)
+    assert (changed.name, changed.train.epochs, changed.model.hidden_dim, changed.n_train) == (
+        "mine", 2, 8, 50)
+    assert changed.train.lr == REVERSAL.train.lr and changed.model.embed_dim == REVERSAL.model.embed_dim
+    assert REVERSAL.train.epochs != 2  # the preset itself is untouched
+    with pytest.raises(TypeError, match="no setting 'hiden_dim'.*hidden_dim"):
+        REVERSAL.replace(hiden_dim=8)
+    with pytest.raises(ValueError, match="epochs must be >= 1"):
+        REVERSAL.replace(epochs=0)
+    with pytest.raises(TypeError, match="train must be a TrainConfig"):
+        RunConfig(train=ModelSizes())
+
+
+def test_a_run_configuration_prints_a_part_per_line_within_the_text_width():
+    from course_utils.config import TEXT_WIDTH
+    from course_utils.translation_setup import GPU
+
+    text = str(GPU)
+    assert text.splitlines()[0] == "Multi30kConfig 'gpu'"
+    assert [line.split(":")[0].strip() for line in text.splitlines() if line[2] != " "][1:] == [
+        "model", "train", "data"]
+    assert "hidden_dim=512" in text and "bf16=True" in text and "min_freq=2" in text
+    assert max(map(len, text.splitlines())) <= TEXT_WIDTH
+
+
+def test_train_takes_a_task_configuration_whole_or_its_training_part():
+    pairs = make_reversal_pairs(40, 3, 5, VOCAB, seed=0)
+    run = REVERSAL.replace(epochs=1, hidden_dim=8, embed_dim=4, attention_dim=8, maxout_dim=4)
+    histories = []
+    for config in (run, run.train):
+        seed_everything(0)
+        model = build_model(run.model_config(VOCAB, VOCAB))
+        histories.append(train(model, pairs, pairs[:8], config, progress=False))
+    assert histories[0].val_loss == histories[1].val_loss
+    with pytest.raises(TypeError, match="TrainConfig"):
+        train(build_model(run.model_config(VOCAB, VOCAB)), pairs, pairs, run.model)
 
 
 def test_history_round_trips_through_a_dict():
@@ -211,13 +254,13 @@ def test_bad_training_arguments_are_clear_errors():
         TrainConfig(lr=-0.1)
     with pytest.raises(ValueError, match="at least one training pair"):
         train(model, [], [([4], [4])], TrainConfig(epochs=1))
-    with pytest.raises(TypeError, match=r"config must be a TrainConfig .* got dict"):
+    with pytest.raises(TypeError, match=r"config must be a TrainConfig.* got dict"):
         train(model, [([4], [4])], [([4], [4])], {"epochs": 1})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="clip must be > 0"):
         TrainConfig(clip=0)
     with pytest.raises(ValueError, match="target_exact_match must be a fraction between 0 and 1"):
         TrainConfig(target_exact_match=99)
-    with pytest.raises(TypeError, match=r"config must be a TrainConfig .* got NoneType"):
+    with pytest.raises(TypeError, match=r"config must be a TrainConfig.* got NoneType"):
         train(model, [([4], [4])], [([4], [4])])
     # the keywords of the old signature get told what to write instead
     with pytest.raises(TypeError, match=r"not as keywords \(epochs, lr\): pass .*"
@@ -255,9 +298,9 @@ def test_budget_benchmark_compares_both_configurations_and_writes_its_report(tmp
 
     configs = bench_multi30k_budget.configurations(quick=False)
     before, after = configs["before"], configs["after"]
-    assert before.maxout_dim == 0 and after.maxout_dim > 0  # shallow against deep output
-    assert before.measure_exact_match and not before.skip_padding
-    assert not after.measure_exact_match and after.skip_padding
+    assert before.model.maxout_dim == 0 and after.model.maxout_dim > 0  # shallow against deep output
+    assert before.train.measure_exact_match and not before.train.skip_padding
+    assert not after.train.measure_exact_match and after.train.skip_padding
     report = quick_report("bench_multi30k_budget", tmp_path)
     assert "## Notebook 4's training budget" in report
     assert "| before | attention |" in report and "| after | vanilla |" in report

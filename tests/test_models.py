@@ -245,9 +245,9 @@ def test_deep_output_cuts_the_output_layers_arithmetic_at_multi30k_size():
     """The lesson's claim: with the CPU configuration's sizes and a ~7,800-word vocabulary the
     deep output needs at least 4x fewer multiply-adds per target token than the shallow one."""
     from course_utils.translation_setup import CPU
-    d = CPU.hidden_dim + 2 * CPU.hidden_dim + CPU.embed_dim
+    d = CPU.model.hidden_dim + 2 * CPU.model.hidden_dim + CPU.model.embed_dim
     shallow = DeepOutput(d, 0, 7_800)
-    deep = DeepOutput(d, CPU.maxout_dim, 7_800)
+    deep = DeepOutput(d, CPU.model.maxout_dim, 7_800)
     weights = lambda m: sum(p.numel() for n, p in m.named_parameters() if n.endswith("weight"))  # noqa: E731
     assert weights(shallow) >= 4 * weights(deep)
 

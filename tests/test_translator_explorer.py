@@ -273,12 +273,12 @@ def test_notebook_4_checkpoints_are_found_by_epoch(tmp_path, monkeypatch):
     monkeypatch.delenv("COURSE_QUICK", raising=False)
     folder = tmp_path / "multi30k"
     (folder / "epochs").mkdir(parents=True)
-    for epoch in range(CPU.epochs + 1):
+    for epoch in range(CPU.train.epochs + 1):
         (folder / "epochs" / f"attention-epoch{epoch}.pt").write_bytes(b"")
     (folder / "attention.pt").write_bytes(b"")
     (folder / "epochs" / "attention-epochX.pt").write_bytes(b"")  # not an epoch: ignored
     paths = find_or_train_attention_checkpoints(CPU)
-    assert list(paths) == list(range(CPU.epochs + 1))
+    assert list(paths) == list(range(CPU.train.epochs + 1))
     assert paths[2] == folder / "epochs" / "attention-epoch2.pt" == MULTI30K_RUN.epoch_checkpoint(2)
 
 
@@ -293,7 +293,7 @@ def test_missing_checkpoints_train_a_small_model_once(tmp_path, monkeypatch, cap
     monkeypatch.setenv("COURSE_QUICK", "1")
     monkeypatch.delenv("MULTI30K_DIR", raising=False)  # the committed sample is enough
     small = small_config(QUICK)
-    assert small.epochs == 1 and small.max_train == QUICK.max_train
+    assert small.train.epochs == 1 and small.max_train == QUICK.max_train
     paths = find_or_train_attention_checkpoints(QUICK)
     out = capsys.readouterr().out
     assert "not in" in out and "run notebook 4" in out and "Training it now" in out
