@@ -21,7 +21,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from course_utils.checkpoints import display_path  # noqa: E402
-from course_utils.files import update_section  # noqa: E402
+from course_utils.files import update_section, write_text_atomically  # noqa: E402
 from course_utils.metrics import Interval  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,8 +143,11 @@ def main(argv: list[str] | None = None) -> int:
               f"({type(error).__name__}: {error})", file=sys.stderr)
         return 2
     update_section(args.out, "score-comparison", text)
+    # the measurements beside the page, so that its every number can be traced to them
+    kept = args.out.with_name("score_comparison.json")
+    write_text_atomically(kept, json.dumps(record, indent=1) + "\n")
     print(text)
-    print(f"wrote {display_path(args.out)}")
+    print(f"wrote {display_path(args.out)} and {display_path(kept)}")
     return 0
 
 

@@ -57,7 +57,7 @@ __all__ = [
 
 NOTEBOOK_WIDTH = 8.0  # inches: a notebook's output at the inline backend's 100 dpi
 MIN_FONTSIZE = 9.0  # points, at that width
-_MIN_CELL = 0.18  # inches per token: a 9-point label per row or (upright) per column
+_MIN_CELL = 0.16  # inches per token: a 9-point label (0.125 in) per row or (upright) per column
 _MAX_CELL = 0.42  # inches per token: room for a 10-point label side by side
 _STACKED_CELL = 0.3  # inches per token at most when maps stand one above the other
 _COLORBAR = 1.0  # inches the colour bar and its label take

@@ -19,6 +19,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from course_utils.checks import exercise_ids, get_exercise, notebook_of
 from course_utils.checks.records import RECORD_MIME
+from course_utils.tools.colab import is_setup_cell
 from course_utils.tools.grading import grade_folder
 from course_utils.tools.grading.shards import read_record
 
@@ -31,8 +32,8 @@ def _solution(exercise_id: str) -> nbformat.NotebookNode:
 
 
 def _imports(notebook: nbformat.NotebookNode) -> str:
-    """The import statements of the notebook's first code cell."""
-    first = next(c for c in notebook.cells if c.cell_type == "code")
+    """The import statements of the notebook's first code cell after the setup cell."""
+    first = next(c for c in notebook.cells if c.cell_type == "code" and not is_setup_cell(c))
     tree = ast.parse(first.source)
     return "\n".join(ast.get_source_segment(first.source, node) for node in tree.body
                      if isinstance(node, (ast.Import, ast.ImportFrom)))

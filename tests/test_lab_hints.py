@@ -25,7 +25,9 @@ def test_the_section_and_cell_that_define_a_name_in_the_lecture_notebooks():
     nb3 = json.loads((ROOT / "notebooks" / "03_reversal_task.ipynb").read_text())
     found = find_definition("Decoder", nb3)
     assert found is not None and "your turn" in found.section.lower() and found.code_cell > 1
-    assert find_definition("torch", nb3) == Definition(find_definition("torch", nb3).section, 1)
+    # code cell 1 is the setup cell every notebook opens with; the imports come next
+    assert find_definition("torch", nb3) == Definition(find_definition("torch", nb3).section, 2)
+    assert find_definition("COURSE", nb3).code_cell == 1
     assert find_definition("no_such_name_anywhere", nb3) is None
     assert hint("no_such_name_anywhere", nb3) is None and hint("x", None) is None
 

@@ -131,6 +131,27 @@ def test_lecture_and_solution_notebooks_carry_outputs_of_a_real_run(path):
         assert "smoke-test scale" not in text, "committed outputs must come from the real run"
 
 
+#: A progress bar's line as tqdm prints it: "desc:  40%|████      | 10/25 [...]".
+BAR = re.compile(r"(\d+)%\|[^|]*\| *(\d+)/(\d+) \[")
+
+
+@pytest.mark.parametrize("path", LECTURES + SOLUTIONS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_saved_progress_bar_is_one_finished_line(path):
+    """A bar saved as a widget keeps only its first state (0%), and a bar's every refresh kept
+    as a line fills the page: each saved bar is the one line it finished on."""
+    for cell in nbformat.read(path, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            text = output.get("text") or output.get("data", {}).get("text/plain", "")
+            for line in "".join(text).splitlines():
+                if (bar := BAR.search(line.rsplit("\r", 1)[-1])) and "\r" not in line:
+                    done, total = int(bar[2]), int(bar[3])
+                    assert done == total, f"a bar saved before it finished: {line[:80]!r}"
+                else:
+                    assert not BAR.search(line), f"a bar saved with its refreshes: {line[:80]!r}"
+
+
 @pytest.mark.parametrize("path", LECTURES + SOLUTIONS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_committed_outputs_record_the_pytorch_that_built_them(path):
     record = built_with(nbformat.read(path, as_version=4))

@@ -15,7 +15,7 @@ from course_utils.plotting import (
     plot_loss_curves,
 )
 from course_utils.training import History
-from course_utils.views.intro import plot_bottleneck, plot_energies_and_weights
+from course_utils.views.intro import linear_recall, plot_bottleneck, plot_energies_and_weights
 from course_utils.views.scores import plot_bleu_gains
 
 
@@ -204,3 +204,40 @@ def test_bleu_gains_draw_each_paired_gain_with_its_interval_against_zero():
         plot_bleu_gains(histories, BleuComparison(("additive",), "additive", 10,
                                                   {"additive": comparison.bleu["additive"]}, {},
                                                   0.95, 10), colours)
+
+
+def _random_rnn(words: np.ndarray, state_dim: int = 16) -> np.ndarray:
+    """Notebook 1's encoder: a random tanh RNN, (n, T, word_dim) -> final states (n, state_dim)."""
+    rng = np.random.default_rng(0)
+    recurrent = np.linalg.qr(rng.normal(size=(state_dim, state_dim)))[0] * 0.95
+    inputs = rng.normal(size=(state_dim, words.shape[-1])) / np.sqrt(words.shape[-1])
+    h = np.zeros((words.shape[0], state_dim))
+    for t in range(words.shape[1]):
+        h = np.tanh(h @ recurrent.T + words[:, t] @ inputs.T)
+    return h
+
+
+def test_one_final_state_remembers_short_sequences_and_the_last_words_of_long_ones():
+    # the lesson of notebook 1, section 1: 16 numbers hold a 1-word sequence's 4 almost whole,
+    # not a 30-word sequence's 120; of a long sequence, the last words survive best
+    short, long = (linear_recall(_random_rnn, T, 2000) for T in (1, 30))
+    assert short.shape == (1,) and short[0] > 0.9
+    assert long.shape == (30,) and long.mean() < 16 / (4 * 30) + 0.05
+    assert long[-3:].mean() > 0.5 > long[:10].mean()
+    means = [linear_recall(_random_rnn, T, 2000).mean() for T in (2, 5, 10, 20)]
+    assert means == sorted(means, reverse=True)
+
+
+def test_a_state_that_keeps_every_word_recalls_every_word():
+    # the read-out is the best linear one: a final state holding the words themselves scores 1
+    recall = linear_recall(lambda words: words.reshape(len(words), -1), 6, 200)
+    np.testing.assert_allclose(recall, 1.0, atol=1e-9)
+
+
+def test_linear_recall_refuses_bad_sizes_and_a_state_per_word():
+    with pytest.raises(ValueError, match="seq_len and word_dim must be at least 1"):
+        linear_recall(_random_rnn, 0, 100)
+    with pytest.raises(ValueError, match="n_sequences must be at least 4"):
+        linear_recall(_random_rnn, 3, 2)
+    with pytest.raises(ValueError, match=r"one final state per sequence, shape \(100, d\)"):
+        linear_recall(lambda words: words, 3, 100)

@@ -47,6 +47,8 @@ def test_tables_hold_the_measurements_and_other_sections_survive(tmp_path):
     assert "| forward only | 90.0 | 0.70 | 0.01 [0.01, 0.01, 0.01] |" in text
     assert "| 8 | 100 | 25 | 25 | 25 | 4.0x |" in text
     assert "| general | 12.0 [11.0, 13.0] | +0.4 [-0.5, +1.3] | 1.2 |" in text
+    # the measurements are kept beside the page, for tracing its numbers (test_prose_numbers)
+    assert json.loads((tmp_path / "score_comparison.json").read_text()) == record()
 
 
 def test_smoke_scale_missing_and_malformed_measurements_are_refused(tmp_path, capsys):

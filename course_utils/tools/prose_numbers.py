@@ -152,6 +152,8 @@ def _bound(number: str, printed: set[str], sourced: Iterable[str]) -> bool:
             value = Decimal(candidate)
         except InvalidOperation:
             continue
+        if value == wanted:
+            return True  # the same value with fewer zeros: 0.1 in the code, 0.10 in the prose
         if -value.as_tuple().exponent <= places:  # type: ignore[operator]
             continue  # only a more precise printed number rounds to the prose's
         for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN):

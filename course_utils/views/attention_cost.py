@@ -26,7 +26,7 @@ import torch
 from matplotlib.colors import LogNorm, PowerNorm
 from matplotlib.figure import Figure
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm  # text: a saved notebook keeps the final line (a widget keeps its first)
 
 from course_utils.attention import BahdanauAttention
 from course_utils.colours import BLUE
@@ -58,7 +58,8 @@ def show_padding_masks(attention_class: type[nn.Module] = BahdanauAttention,
 
     ``attention_class`` is built as ``attention_class(encoder_dim, decoder_dim, attention_dim)``
     and called as ``(decoder_state, encoder_outputs, mask=None)``, like notebook 2's module.
-    Prints the weight each sentence gives to padding without the mask, whether every padded
+    Prints the range of the weights and the weight each sentence gives to padding without the
+    mask, the shortest sentence's weights with it, whether every padded
     position gets exactly 0 with it, and whether the shortest sentence, padded and masked, gets
     the context it gets alone.
     """
@@ -95,7 +96,10 @@ def show_padding_masks(attention_class: type[nn.Module] = BahdanauAttention,
     fig.colorbar(plt.cm.ScalarMappable(PowerNorm(0.5, vmin=0.0, vmax=1.0), cmap="viridis"),
                  ax=[top, bottom], shrink=0.8, label="attention weight α (square-root scale)")
     on_padding = (unmasked * ~mask).sum(dim=1)  # (B,)
-    print("without the mask, weight on padding per sentence:", on_padding.numpy().round(2))
+    print(f"without the mask, every cell's weight lies between {unmasked.min():.2f} and "
+          f"{unmasked.max():.2f}; on padding, per sentence:", on_padding.numpy().round(2))
+    print(f"with the mask, sentence {shortest + 1}'s real tokens take",
+          ", ".join(f"{w:.2f}" for w in masked[shortest, :n].tolist()))
     print("with the mask, every padded position has weight exactly 0:",
           bool((masked[~mask] == 0).all()))
     print(f"sentence {shortest + 1}, padded and masked, gets the context it gets alone:",

@@ -1,9 +1,9 @@
-"""Notebook 1's two result plots: what one final state remembers, and one decoding step's
-energies beside its weights."""
+"""Notebook 1's bottleneck measurement and its two result plots: what one final state
+remembers, and one decoding step's energies beside its weights."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -15,7 +15,7 @@ from course_utils.colours import BLUE
 from course_utils.plotting import MIN_FONTSIZE, NOTEBOOK_WIDTH, plot_weights
 from course_utils.tensors import to_numpy
 
-__all__ = ["plot_bottleneck", "plot_energies_and_weights"]
+__all__ = ["linear_recall", "plot_bottleneck", "plot_energies_and_weights"]
 
 
 def plot_energies_and_weights(
@@ -35,6 +35,38 @@ def plot_energies_and_weights(
     plot_weights(weights, labels, ax=right, title=rf"Weights $\alpha_{{{step}j}}$")
     _ticks_inside(left)
     return fig
+
+
+def linear_recall(
+    encode: Callable[[np.ndarray], np.ndarray], seq_len: int, n_sequences: int, *,
+    word_dim: int = 4, seed: int = 0,
+) -> np.ndarray:
+    """Notebook 1, section 1: how much of each word a sequence's final state still holds.
+
+    Draws ``n_sequences`` sequences of ``seq_len`` random ``word_dim``-dimensional words,
+    encodes them with ``encode`` (``(n, seq_len, word_dim)`` to final states ``(n, d)``), fits
+    the best linear read-out of every word from the final state (and a bias) by least squares
+    on the first half of the sequences, and scores it on the second half. Returns the
+    :math:`R^2` of each word position, averaged over its ``word_dim`` numbers: ``(seq_len,)``,
+    1 for perfect recall, 0 for no better than the mean."""
+    if seq_len < 1 or word_dim < 1:
+        raise ValueError(f"seq_len and word_dim must be at least 1; got {seq_len} and {word_dim}")
+    if n_sequences < 4:
+        raise ValueError(f"n_sequences must be at least 4 (half to fit, half to score); "
+                         f"got {n_sequences}")
+    rng = np.random.default_rng(seed + seq_len)
+    words = rng.normal(size=(n_sequences, seq_len, word_dim))  # (n, T, word_dim)
+    states = np.asarray(encode(words), dtype=float)
+    if states.ndim != 2 or states.shape[0] != n_sequences:
+        raise ValueError(f"encode must return one final state per sequence, shape "
+                         f"({n_sequences}, d); got {states.shape}")
+    features = np.hstack([states, np.ones((n_sequences, 1))])  # (n, d + 1): a bias too
+    targets = words.reshape(n_sequences, -1)  # (n, T * word_dim)
+    half = n_sequences // 2
+    readout, *_ = np.linalg.lstsq(features[:half], targets[:half], rcond=None)
+    residual = ((features[half:] @ readout - targets[half:]) ** 2).mean(axis=0)
+    r2 = 1 - residual / targets[half:].var(axis=0)  # (T * word_dim,)
+    return r2.reshape(seq_len, word_dim).mean(axis=1)
 
 
 def _ticks_inside(ax: Axes) -> None:

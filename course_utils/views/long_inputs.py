@@ -133,7 +133,8 @@ def plot_bleu_against_length(comparison: LengthComparison, *, longest_trained: i
                          [s.high for _, s in shown], color=colour, alpha=0.2, linewidth=0)
     level = f"{comparison.confidence:.0%}"
     top.set(ylabel=f"BLEU ({level} interval)", title=title, ylim=(0, None))
-    top.legend(loc="upper right")
+    # BLEU falls with length: the lower left is free, the upper right holds the marker's label
+    top.legend(loc="lower left")
     for k, name in enumerate(others, start=1):
         gains = _present(comparison.gain[name], buckets)
         values = np.array([g.value for _, g in gains])

@@ -100,7 +100,8 @@ def show_alignments(model: Seq2Seq, vocab: Vocab, pairs: Sequence[Pair],
                     longest: bool = True) -> list[Figure]:
     """Heatmaps of the first pair of each of ``lengths`` among ``pairs`` (the nearest length
     there is) and, with ``longest``, of the longest pair; each titled with its alignment score
-    (the mean weight on the right position, :func:`course_utils.reversal.alignment_score`)."""
+    (the mean weight on the right position, :func:`course_utils.reversal.alignment_score`), which
+    is printed as well."""
     if not pairs:
         raise ValueError("no pairs to draw")
     chosen = [min(pairs, key=lambda p: abs(len(p[0]) - n)) for n in lengths]
@@ -111,10 +112,11 @@ def show_alignments(model: Seq2Seq, vocab: Vocab, pairs: Sequence[Pair],
     figures = []
     for (source, _), output, weights in zip(pairs, decoded.tokens, decoded.attention):
         score = alignment_score(weights, reversal_alignment(len(source)))
+        title = f"length {len(source)}: alignment score {score:.2f}"
         fig = plot_attention(weights, vocab.decode(list(source)), _rows(vocab, output, weights),
-                             title=f"length {len(source)}: alignment score {score:.2f}",
-                             annotate=len(source) <= 10)
+                             title=title, annotate=len(source) <= 10)
         figures.append(fig)
+        print(title)  # each figure's score, in words as well
     return figures
 
 
@@ -136,8 +138,8 @@ def alignment_summary(model: Seq2Seq, pairs: Sequence[Pair],
 
 def plot_emerging(history: History, source: Sequence[int], vocab: Vocab) -> Figure:
     """The attention of the first snapshot sequence at every epoch ``train`` kept, with its
-    alignment score; one colour bar. Rows are cut to the source length (an untrained model's
-    output has no particular length)."""
+    alignment score (printed as well); one colour bar. Rows are cut to the source length (an
+    untrained model's output has no particular length)."""
     epochs = sorted(history.snapshots)
     if not epochs:
         raise ValueError("the history holds no attention snapshots: pass snapshot_pairs and "
@@ -146,13 +148,16 @@ def plot_emerging(history: History, source: Sequence[int], vocab: Vocab) -> Figu
     nrows = -(-len(epochs) // ncols)
     fig, axes = plt.subplots(nrows, ncols, figsize=(8, 3.8 * nrows), layout="constrained",
                              squeeze=False)
+    scores = []
     for ax, epoch in zip(axes.flat, epochs):
         weights = history.snapshots[epoch][0]
         rows = min(weights.shape[0], len(source))
         score = alignment_score(weights, reversal_alignment(len(source)))
+        scores.append(f"epoch {epoch}: score {score:.2f}")
         plot_attention(weights[:rows], vocab.decode(list(source)),
                        [str(i + 1) for i in range(rows)], ax=ax, annotate=False, colorbar=False,
-                       title=f"epoch {epoch}: score {score:.2f}")
+                       title=scores[-1])
+    print("; ".join(scores))  # the panels' scores, in words as well
     for ax in list(axes.flat)[len(epochs):]:
         ax.remove()
     fig.colorbar(axes.flat[0].collections[0], ax=axes, shrink=0.6,
