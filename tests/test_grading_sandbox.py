@@ -414,13 +414,19 @@ def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, s
     from helpers import judged_by_grader, notebook_functions
 
     from course_utils.checks import NOT_IMPLEMENTED, get_exercise
+    from course_utils.checks.records import records_in, submitted
 
     exercise = get_exercise(exercise_id)
     solution = notebook_functions(ROOT / "solutions" / f"{stem}.ipynb")
     untouched = notebook_functions(ROOT / "exercises" / f"{stem}.ipynb")
+    # a part judged on a record (E10.3's finds) reads the one saved in the submitted file, as
+    # course-grade does: the worked run's records for the solution, none for the exercise
+    saved = records_in(json.loads((ROOT / "solutions" / f"{stem}.ipynb").read_text()), exercise_id)
     for check in exercise.checks.values():
-        assert judged_by_grader(check, solution.get(check.target)).passed, check.name
-        result = judged_by_grader(check, untouched.get(check.target))
+        with submitted(saved):
+            assert judged_by_grader(check, solution.get(check.target)).passed, check.name
+        with submitted({}):
+            result = judged_by_grader(check, untouched.get(check.target))
         assert result.points == 0 and result.message == NOT_IMPLEMENTED, check.name
 
 
