@@ -43,7 +43,8 @@ from course_utils.translation_setup import CPU, QUICK, Multi30kConfig, prepare_d
 
 SPLIT = "test_2016_flickr"
 GPU_NOTE = ("GPU: not measured in this run (no GPU was available). The GPU configuration "
-            "(`translation.GPU`) uses the same model, with l = 256 for its hidden size of 512.")
+            "(`translation_setup.GPU`) uses the same model, with l = 256 for its hidden size of "
+            "512.")
 
 
 def configurations(quick: bool) -> dict[str, Multi30kConfig]:
@@ -117,7 +118,7 @@ def report(results: dict[str, list[Measured]], configs, vocab_size: int, device,
         f"- **before**: output layer straight from `[s_i; c_i; y_(i-1)]` to the "
         f"{vocab_size:,}-word German vocabulary, run at every target slot "
         f"(padding too), greedy exact match after every epoch; {b_cfg.train.epochs} epochs.",
-        f"- **after** (`translation.CPU`): the paper's deep output layer (maxout to "
+        f"- **after** (`translation_setup.CPU`): the paper's deep output layer (maxout to "
         f"l = {a_cfg.model.maxout_dim}, then the vocabulary projection), run only at real target "
         f"positions, no exact match; {a_cfg.train.epochs} epochs.",
         "",

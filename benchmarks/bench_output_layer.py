@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         f"The course uses l = {chosen} "
-        f"({'smoke-test sizes' if args.quick else 'translation.CPU'}) in fp32: "
+        f"({'smoke-test sizes' if args.quick else 'translation_setup.CPU'}) in fp32: "
         f"{fp32[chosen] / reference:.2f}x the step of the shallow layer run at every slot, and "
         f"{fp32[chosen] / fp32[smallest]:.2f}x the step of l = {smallest}, the narrowest width "
         "timed here. Narrower layers were not trained to a BLEU score, so l stays at the width "

@@ -81,7 +81,7 @@ EXTENSION = {
     "notebooks/01_bottleneck_and_attention_by_hand.ipynb": ("5.", "6.", "7.", "8."),
     "notebooks/02_bahdanau_attention_in_pytorch.ipynb": ("4.", "7.", "8."),
     "notebooks/03_reversal_task.ipynb": ("7.",),
-    "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("10.", "11."),
+    "notebooks/04_multi30k_vanilla_vs_attention.ipynb": ("5.", "8.", "10.", "11."),
 }
 #: Notebooks that are homework (or a second session) as a whole: these lectures, and every
 #: worked solution that no block of the day (:data:`BLOCK_OF`, below) names.

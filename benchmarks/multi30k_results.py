@@ -153,13 +153,14 @@ def main(argv=None) -> int:
                      f"test_2016_flickr: {gain_2016:+.1f} BLEU, {verdict}.")
         if growth is not None:
             lines.append(
-                f"- Gain on long (> 20 tokens) sentences wider than on short (< 10): "
-                f"{_signed(growth)} BLEU wider, "
+                f"- Gain on long (> 20 tokens) sentences wider than on short (< 10): the "
+                f"difference is {_signed(growth)} BLEU, "
                 + ("reached." if growth.excludes(0) and growth.value > 0 else
-                   "**not shown**: the 95% interval includes 0 or lies below it.")
+                   "**not shown**: its 95% interval "
+                   + ("lies below 0." if growth.excludes(0) else "includes 0."))
             )
         lines.append(
-            f"- CPU budget of 15 minutes for both models (half the 29.8 minutes notebook 4 "
+            f"- CPU budget of 15 minutes for both models (about half the 29.8 minutes notebook 4 "
             f"took in its own run of the configuration before the deep output layer, "
             f"2026-11-22: shallow output layer at every target slot, no exact match; "
             f"`bench_multi30k_budget.py`'s 'before', the same layer plus an exact-match "
@@ -168,8 +169,9 @@ def main(argv=None) -> int:
             + ("reached." if total <= 15 else "**not reached**.")
         )
         lines.append("- GPU configuration (at least 35 BLEU on test_2016_flickr in at most 10 "
-                     "minutes on one H100-class GPU): **not measured**: no GPU was available "
-                     "for this run.")
+                     "minutes on one H100-class GPU): not measured by this run, which had no "
+                     "GPU; the GPU runs are in docs/benchmarks.md (notebook 4's GPU preset on "
+                     "one H200: **not reached**).")
     else:
         verdict = "reached" if greedy_2016 >= 35 else "**not reached**"
         minutes = checkpoints["attention"].history.seconds[-1] / 60
