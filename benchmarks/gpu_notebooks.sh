@@ -7,23 +7,26 @@
 #   there: OUT=out bash benchmarks/gpu_notebooks.sh    (the lent machine's device tool sets OUT)
 set -u
 ROOT=$PWD
+SCRATCH=$(mktemp -d)  # the wheels, the runs and each script's working folder; removed at the end
+trap 'rm -rf "$SCRATCH"' EXIT
 if ls .gpu/whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .gpu/whl/*.whl || exit 1
+  python3 -m pip install -q --no-index --no-deps --no-compile --target "$SCRATCH/site" \
+    .gpu/whl/*.whl || exit 1
 fi
-export PYTHONPATH=/tmp/site:$ROOT PYTHONUNBUFFERED=1 MULTI30K_DIR=$ROOT/.gpu/data \
-  COURSE_RUNS_DIR=/tmp/runs MPLBACKEND=Agg
+export PYTHONPATH=$SCRATCH/site:$ROOT PYTHONUNBUFFERED=1 MULTI30K_DIR=$ROOT/.gpu/data \
+  COURSE_RUNS_DIR=$SCRATCH/runs MPLBACKEND=Agg
 unset COURSE_QUICK
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 for name in nb4 e102 nb3; do  # notebook 4 first: E10.2 compares with its models
-  python3 - "$name" "$ROOT" <<'PY' 2>&1 | tee "$OUT/$name.log"
+  python3 - "$name" "$ROOT" "$SCRATCH" <<'PY' 2>&1 | tee "$OUT/$name.log"
 import os, runpy, sys, time
 
 import torch
 
-name, root = sys.argv[1], sys.argv[2]
-os.makedirs(f"/tmp/work/{name}", exist_ok=True)
-os.chdir(f"/tmp/work/{name}")
+name, root, scratch = sys.argv[1], sys.argv[2], sys.argv[3]
+os.makedirs(f"{scratch}/work/{name}", exist_ok=True)
+os.chdir(f"{scratch}/work/{name}")
 torch.cuda.reset_peak_memory_stats()
 start = time.perf_counter()
 try:

@@ -114,14 +114,18 @@ def cache_dir() -> Path:
     return base / "course_utils" / "multi30k"
 
 
-#: The small sample, package data of ``course_utils`` (pyproject.toml's package-data).
+#: The small sample where a handout puts it: package data of ``course_utils`` (pyproject.toml's
+#: package-data), so that an installed handout (Colab's site-packages) has it.
 SAMPLE_FOLDER = Path(__file__).resolve().parent / "multi30k_sample"
+#: The small sample in the course's own checkout (relative to it), with its tests:
+#: ``course-handout`` copies it into the handout's package.
+CHECKOUT_SAMPLE = Path("tests", "data", "multi30k-sample")
 
 
 def sample_dir() -> Path:
-    """The small sample: ``multi30k_sample/`` inside the package, in a checkout, a handout or
-    an installed copy alike."""
-    return SAMPLE_FOLDER
+    """The small sample: the package's copy in a handout or an installed handout, else the
+    checkout's, beside the tests."""
+    return SAMPLE_FOLDER if SAMPLE_FOLDER.is_dir() else COURSE_FOLDER / CHECKOUT_SAMPLE
 
 
 def bundled_dir() -> Path:
@@ -336,8 +340,9 @@ def load_sample_split(split: str) -> list[tuple[str, str]]:
     folder = sample_dir()
     if not (folder / "SHA256SUMS").is_file():
         raise Multi30kError(
-            f"the Multi30k sample is not in {folder} (it ships inside the course_utils "
-            "package: reinstall the course). Run without COURSE_QUICK to use the full data."
+            f"the Multi30k sample is not in {folder} (a handout carries it inside the "
+            "course_utils package: reinstall the course). Run without COURSE_QUICK to use the "
+            "full data."
         )
     return load_split(split, root=folder, checksums=read_checksums(folder / "SHA256SUMS"))
 

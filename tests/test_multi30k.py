@@ -198,21 +198,26 @@ def test_a_damaged_bundled_copy_says_so_and_what_to_do(tmp_path, monkeypatch):
         ensure_files(SPLIT, checksums=SUMS, progress=False)
 
 
-def test_the_sample_ships_inside_the_package(tmp_path, monkeypatch):
-    """The sample is package data: found beside the module wherever the package is installed
-    (a checkout, a handout, Colab's site-packages), and declared as package data."""
+def test_the_sample_is_the_checkouts_and_ships_inside_a_handouts_package(tmp_path, monkeypatch):
+    """In the course's checkout the sample lies with the tests; a handout carries it as package
+    data, found beside the module wherever the handout is installed (Colab's site-packages), and
+    declared as package data."""
     import tomllib
 
-    assert multi30k.sample_dir() == Path(multi30k.__file__).parent / "multi30k_sample"
+    assert multi30k.sample_dir() == multi30k.COURSE_FOLDER / "tests" / "data" / "multi30k-sample"
     assert len(load_sample_split("val")) == 100
+    package_copy = tmp_path / "multi30k_sample"  # a handout's, beside its module
+    shutil.copytree(multi30k.sample_dir(), package_copy)
+    monkeypatch.setattr(multi30k, "SAMPLE_FOLDER", package_copy)
+    assert multi30k.sample_dir() == package_copy and len(load_sample_split("val")) == 100
     root = Path(multi30k.__file__).parents[1]
     declared = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"]["course_utils"]
-    shipped = {p.relative_to(multi30k.sample_dir().parent).as_posix()
-               for p in multi30k.sample_dir().iterdir()}
+    shipped = {f"multi30k_sample/{p.name}" for p in multi30k.sample_dir().iterdir()}
     assert {name for name in shipped if any(Path(name).match(g) for g in declared)} == shipped
     monkeypatch.setattr(multi30k, "SAMPLE_FOLDER", tmp_path / "nowhere")
-    with pytest.raises(Multi30kError, match=r"sample is not in .*nowhere .*reinstall the course"):
+    monkeypatch.setattr(multi30k, "COURSE_FOLDER", tmp_path / "nowhere")
+    with pytest.raises(Multi30kError, match=r"sample is not in .*nowhere.*reinstall the course"):
         load_sample_split("val")
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import ROOT
 
+from course_utils import multi30k
 from course_utils.tools.solutions import left_out
 
 TEMPLATE = ROOT / "exercise_template"
@@ -51,6 +52,7 @@ def course(tmp_path_factory) -> Path:
         shutil.copytree(ROOT / folder, course / folder, ignore=left_out(ROOT))
     shutil.copytree(ROOT / "course_utils", course / "course_utils",
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / multi30k.CHECKOUT_SAMPLE, course / multi30k.CHECKOUT_SAMPLE)
     limits = course / "course_utils" / "tools" / "grading" / "limits.py"
     limits.write_text(limits.read_text().replace('PASSED_ON = ("PATH",',
                                                  'PASSED_ON = ("PYTHONPATH", "PATH",'))

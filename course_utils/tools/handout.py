@@ -227,19 +227,20 @@ def _prepare(out: Path, course: Path) -> None:
 
 
 def _add_data(work: Path, course: Path, full: bool) -> None:
-    """Check the package's Multi30k sample in ``work``; with ``full``, the full data into
-    ``work/data``, verified."""
-    copy = work / SAMPLE
-    if not (copy / "SHA256SUMS").is_file():
-        raise HandoutError(f"no Multi30k sample in {course / SAMPLE}: smoke-scale runs "
+    """Copy the checkout's Multi30k sample into the handout's package (``work/``:data:`SAMPLE`,
+    its package data) and check it; with ``full``, the full data into ``work/data``, verified."""
+    source, copy = course / dataset.CHECKOUT_SAMPLE, work / SAMPLE
+    if not (source / "SHA256SUMS").is_file():
+        raise HandoutError(f"no Multi30k sample in {source}: smoke-scale runs "
                            "(COURSE_QUICK=1) read it; make the handout from a checkout of the "
                            "course")
+    shutil.copytree(source, copy, dirs_exist_ok=True)
     try:
         sums = dataset.read_checksums(copy / "SHA256SUMS")
         for split in dataset.SPLITS:  # every file there, and matching its sum
             dataset.ensure_files(split, copy, checksums=sums, progress=False)
     except dataset.Multi30kError as error:
-        raise HandoutError(f"the Multi30k sample in {course / SAMPLE} is not whole: "
+        raise HandoutError(f"the Multi30k sample in {source} is not whole: "
                            f"{error}") from error
     if not full:
         return

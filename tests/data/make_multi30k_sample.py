@@ -13,7 +13,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parents[2] / "course_utils" / "multi30k_sample"
+HERE = Path(__file__).resolve().parent / "multi30k-sample"
 SIZES = {"train": 1500, "val": 100, "test_2016_flickr": 100, "test_2017_flickr": 100,
          "test_2017_mscoco": 100, "test_2018_flickr": 100}
 
