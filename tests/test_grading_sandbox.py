@@ -414,14 +414,15 @@ def test_the_grader_gives_solutions_full_marks_and_exercises_zero(exercise_id, s
     from helpers import judged_by_grader, notebook_functions
 
     from course_utils.checks import NOT_IMPLEMENTED, get_exercise
-    from course_utils.checks.records import records_in, submitted
+    from course_utils.checks.records import submitted
+    from course_utils.tools.grading.judge import saved_records
 
     exercise = get_exercise(exercise_id)
     solution = notebook_functions(ROOT / "solutions" / f"{stem}.ipynb")
     untouched = notebook_functions(ROOT / "exercises" / f"{stem}.ipynb")
     # a part judged on a record (E10.3's finds) reads the one saved in the submitted file, as
     # course-grade does: the worked run's records for the solution, none for the exercise
-    saved = records_in(json.loads((ROOT / "solutions" / f"{stem}.ipynb").read_text()), exercise_id)
+    saved = saved_records(ROOT / "solutions" / f"{stem}.ipynb", exercise_id)
     for check in exercise.checks.values():
         with submitted(saved):
             assert judged_by_grader(check, solution.get(check.target)).passed, check.name
